@@ -1,0 +1,68 @@
+"""Bootstrap for a fresh clone that has only Python 3: makes .venv, installs, and runs.
+
+    python3 .ci/dev.py demo            the demo: a task end to end on the embedded reference server
+    python3 .ci/dev.py test [ARGS]     the whole test suite (ARGS go to pytest)
+    python3 .ci/dev.py lint            ruff and mypy --strict
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV = ROOT / ".venv"
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+
+
+def run(*argv: str | os.PathLike[str], **kwargs: object) -> None:
+    print("+", " ".join(str(a) for a in argv), flush=True)
+    subprocess.run([str(a) for a in argv], check=True, cwd=ROOT, **kwargs)  # type: ignore[call-overload]
+
+
+def ensure_venv() -> Path:
+    """Create .venv and install the project with its test extra, once per setup.cfg version."""
+    stamp_value = hashlib.sha256((ROOT / "setup.cfg").read_bytes() + (ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    stamp = VENV / ".installed"
+    if stamp.exists() and stamp.read_text() == stamp_value:
+        return BIN / "python"
+    if not (BIN / "python").exists():
+        venv.EnvBuilder(with_pip=True, clear=True).create(VENV)
+    python = BIN / "python"
+    run(python, "-m", "pip", "install", "--quiet", "--upgrade", "pip")
+    run(python, "-m", "pip", "install", "--quiet", "-e", ".[test]")
+    stamp.write_text(stamp_value)
+    return python
+
+
+def main(argv: list[str]) -> int:
+    command = argv[0] if argv else "test"
+    rest = argv[1:]
+    python = ensure_venv()
+    try:
+        if command == "demo":
+            run(python, "-m", "mcp_tasks", "demo", *rest)
+        elif command == "test":
+            peers = ROOT / ".ci" / "peers.py"
+            if peers.exists() and "--no-peers" not in rest:
+                run(python, peers, "install")
+            rest = [a for a in rest if a != "--no-peers"]
+            run(python, "-m", "pytest", *rest)
+        elif command == "lint":
+            run(python, "-m", "ruff", "check", ".")
+            run(python, "-m", "ruff", "format", "--check", ".")
+            run(python, "-m", "mypy", "--strict")
+        else:
+            print(__doc__, file=sys.stderr)
+            return 2
+    except subprocess.CalledProcessError as exc:
+        return exc.returncode or 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,74 @@
+"""mcp_tasks: a synchronous Python client for MCP tool calls that the server runs as tasks
+(the ``io.modelcontextprotocol/tasks`` extension, protocol 2026-07-28).
+
+    import mcp_tasks as mt
+
+    with mt.Client.stdio("my_server") as client:
+        outcome = mt.call_tool(client, "export", {"id": 7})
+        if isinstance(outcome, mt.Status):          # the server made it a task
+            result = mt.await_task(client, outcome, timeout=120)
+        else:
+            result = outcome                        # the tool ran synchronously
+
+Data flows one way: your code -> these helpers -> `Client` -> a transport -> the wire.
+"""
+
+from mcp_tasks._client import UNSET, Client
+from mcp_tasks._errors import (
+    InputError,
+    InputRequired,
+    InvalidStatus,
+    McpError,
+    RequestTimeout,
+    TaskCancelled,
+    TaskFailed,
+    TaskTimeout,
+    TransportError,
+)
+from mcp_tasks._input import InputHandlers, InputStrategy
+from mcp_tasks._status import Status, TaskState
+from mcp_tasks._subscription import Closed, Dropped, Notification, Subscription
+from mcp_tasks._tasks import (
+    call_tool,
+    cancel_task,
+    capabilities,
+    get_task,
+    outcome,
+    server_supports,
+    update_task,
+)
+from mcp_tasks._version import __version__
+from mcp_tasks._wait import await_task, call_and_await, wait_task
+
+__all__ = [
+    "UNSET",
+    "Client",
+    "Closed",
+    "Dropped",
+    "InputError",
+    "InputHandlers",
+    "InputRequired",
+    "InputStrategy",
+    "InvalidStatus",
+    "McpError",
+    "Notification",
+    "RequestTimeout",
+    "Status",
+    "Subscription",
+    "TaskCancelled",
+    "TaskFailed",
+    "TaskState",
+    "TaskTimeout",
+    "TransportError",
+    "__version__",
+    "await_task",
+    "call_and_await",
+    "call_tool",
+    "cancel_task",
+    "capabilities",
+    "get_task",
+    "outcome",
+    "server_supports",
+    "update_task",
+    "wait_task",
+]

@@ -1,0 +1,457 @@
+"""The client: requests with the 2026-07-28 envelope, the input_required loop, listen streams.
+
+It knows nothing of tasks beyond one table of data (`EXTENSION_RESULT_TYPES`): a ``task`` result
+is accepted only from a ``tools/call`` that declared the Tasks extension.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import IO, TYPE_CHECKING, Any, Literal
+
+from mcp_tasks._clock import Deadline, check_timeout
+from mcp_tasks._errors import (
+    CONNECTION_CLOSED,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    InputError,
+    McpError,
+    RequestTimeout,
+    TransportError,
+)
+from mcp_tasks._version import __version__
+from mcp_tasks._input import InputHandlers, check_response, kind_of, request_params
+from mcp_tasks._subscription import Subscription, check_buffer_options
+from mcp_tasks._wire import (
+    EXTENSION_RESULT_TYPES,
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_PROTOCOL_VERSION,
+    PROTOCOL_VERSION,
+    declares_extension,
+    decode_response,
+    malformed,
+    merge_meta,
+    request,
+)
+from mcp_tasks.transports._base import Transport
+
+if TYPE_CHECKING:
+    import os
+
+    from mcp_tasks.transports.direct import ServesMessages
+
+__all__ = ["UNSET", "Client"]
+
+log = logging.getLogger("mcp_tasks")
+
+
+class _Unset:
+    """The default of an option left out: use the client's setting (None means no limit)."""
+
+    _instance: _Unset | None = None
+
+    def __new__(cls) -> _Unset:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+UNSET: Any = _Unset()
+"""Stands for an option left out (the client's default applies), where None means "no limit"."""
+
+DEFAULT_TIMEOUT = 30.0
+DEFAULT_MAX_INPUT_ROUNDS = 10
+STATE_ONLY_PACE = 0.25
+
+
+class Client:
+    """A synchronous MCP client for the 2026-07-28 protocol. Safe to share between threads.
+
+    Build one with `Client.direct`, `Client.stdio`, `Client.http` or `Client.connect`, and close it
+    (or use it as a context manager). Every request carries the ``_meta`` envelope: protocol
+    version, client capabilities (yours plus what the input handlers imply) and client info.
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        client_capabilities: Mapping[str, Any] | None = None,
+        input_handlers: InputHandlers | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        client_info: Mapping[str, Any] | None = None,
+        max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
+    ) -> None:
+        if not isinstance(transport, Transport):
+            raise TypeError(f"transport must be a Transport, got {type(transport).__name__}")
+        if client_capabilities is not None and not isinstance(client_capabilities, Mapping):
+            raise TypeError("client_capabilities must be a dict or None")
+        if input_handlers is not None and not isinstance(input_handlers, InputHandlers):
+            raise TypeError("input_handlers must be an InputHandlers or None")
+        if client_info is not None and not isinstance(client_info, Mapping):
+            raise TypeError("client_info must be a dict or None")
+        if isinstance(max_input_rounds, bool) or not isinstance(max_input_rounds, int) or max_input_rounds < 1:
+            raise ValueError(f"max_input_rounds must be a positive int, got {max_input_rounds!r}")
+        self._transport = transport
+        self._handlers = input_handlers or InputHandlers()
+        self._capabilities = self._handlers.capabilities(client_capabilities)
+        self._timeout = check_timeout("timeout", timeout)
+        self._client_info = dict(client_info) if client_info else {"name": "mcp_tasks", "version": __version__}
+        self._max_input_rounds = max_input_rounds
+        self._envelope = {
+            META_PROTOCOL_VERSION: PROTOCOL_VERSION,
+            META_CLIENT_CAPABILITIES: self._capabilities,
+            META_CLIENT_INFO: self._client_info,
+        }
+        self._ids = itertools.count(1)
+        self._ids_lock = threading.Lock()
+        self._discovered: dict[str, Any] | None = None
+        self._closed = False
+
+    # -- construction -------------------------------------------------------------------------
+
+    @classmethod
+    def direct(cls, server: ServesMessages, *, principal: str | None = None, **opts: Any) -> Client:
+        """A client of a server object in this process (the reference server, or any object with
+        ``handle(message, exchange)``). `principal` names the caller to the server."""
+        from mcp_tasks.transports.direct import DirectTransport
+
+        return cls(DirectTransport(server, principal=principal), **opts)
+
+    @classmethod
+    def stdio(
+        cls,
+        command: str,
+        args: Sequence[str] = (),
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        stderr: IO[Any] | int | None = None,
+        **opts: Any,
+    ) -> Client:
+        """A client of a server subprocess over stdio. Its stderr is logged at debug (logger
+        ``mcp_tasks.server_stderr``) unless `stderr` names a file to write it to."""
+        from mcp_tasks.transports.stdio import StdioTransport
+
+        return cls(StdioTransport(command, args, env=env, cwd=cwd, stderr=stderr), **opts)
+
+    @classmethod
+    def connect(cls, target: Any, **opts: Any) -> Client:
+        """A client for `target`: ``("stdio", command, args)``, ``("http", url)``, an http(s) URL
+        string, or a server object (direct)."""
+        if isinstance(target, str):
+            if target.startswith(("http://", "https://")):
+                return cls.http(target, **opts)
+            raise ValueError(f"a target string must be an http(s) URL, got {target!r}")
+        if isinstance(target, tuple) and target:
+            kind = target[0]
+            if kind == "stdio" and len(target) in (2, 3):
+                return cls.stdio(target[1], target[2] if len(target) == 3 else (), **opts)
+            if kind == "http" and len(target) == 2:
+                return cls.http(target[1], **opts)
+            raise ValueError(f"unknown target {target!r}: use ('stdio', command, args) or ('http', url)")
+        if callable(getattr(target, "handle", None)):
+            return cls.direct(target, **opts)
+        raise TypeError(f"cannot connect to {target!r}")
+
+    @classmethod
+    def http(cls, url: str, **opts: Any) -> Client:
+        """A client of a Streamable HTTP server (see `mcp_tasks.transports.http`)."""
+        from mcp_tasks.transports.http import HttpTransport
+
+        transport_keys = ("headers", "auth", "session", "verify", "cert", "proxies", "pool_size")
+        transport_opts = {key: opts.pop(key) for key in transport_keys if key in opts}
+        return cls(HttpTransport(url, **transport_opts), **opts)
+
+    # -- what it declares ---------------------------------------------------------------------
+
+    @property
+    def client_capabilities(self) -> dict[str, Any]:
+        """What the client declares on every request, including what its input handlers imply."""
+        return dict(self._capabilities)
+
+    @property
+    def input_handlers(self) -> InputHandlers:
+        """The handlers that answer input requests."""
+        return self._handlers
+
+    @property
+    def timeout(self) -> float | None:
+        """The default request timeout in seconds (None: no limit)."""
+        return self._timeout
+
+    @property
+    def transport(self) -> Transport:
+        """The transport this client talks over."""
+        return self._transport
+
+    # -- requests -----------------------------------------------------------------------------
+
+    def request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = UNSET,
+        meta: Mapping[str, Any] | None = None,
+        answer_input: bool = True,
+    ) -> dict[str, Any]:
+        """Send a request and return its result; a JSON-RPC error is raised as `McpError`.
+
+        `meta` is merged into ``params["_meta"]`` on top of the envelope (the caller wins). A
+        result of ``resultType: "input_required"`` is answered with the input handlers and the
+        request re-sent, up to ``max_input_rounds`` times; pass ``answer_input=False`` to get it
+        back instead.
+        """
+        if not isinstance(method, str) or not method:
+            raise ValueError(f"method must be a non-empty string, got {method!r}")
+        if method == "subscriptions/listen":
+            raise ValueError("use Client.listen() for subscriptions/listen")
+        if params is not None and not isinstance(params, Mapping):
+            raise TypeError(f"params must be a dict or None, got {type(params).__name__}")
+        if meta is not None and not isinstance(meta, Mapping):
+            raise TypeError(f"meta must be a dict or None, got {type(meta).__name__}")
+        limit = self._resolve_timeout(timeout)
+        base = dict(params or {})
+        sent = base
+        rounds = 0
+        while True:
+            result, request_meta = self._exchange(method, sent, limit, meta)
+            result_type = result.get("resultType", "complete")
+            if result_type == "complete":
+                return result
+            if result_type == "input_required":
+                if not answer_input:
+                    return result
+                rounds += 1
+                if rounds > self._max_input_rounds:
+                    raise McpError(
+                        CONNECTION_CLOSED,
+                        f"The server asked for input more than {self._max_input_rounds} times",
+                        {"maxInputRounds": self._max_input_rounds},
+                        "protocol",
+                        result,
+                    )
+                sent = self._answer_input(base, result)
+                continue
+            if self._extension_result(method, result_type, request_meta):
+                return result
+            raise malformed(f"The server sent an unknown resultType {result_type!r}", result)
+
+    def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = UNSET,
+        meta: Mapping[str, Any] | None = None,
+        answer_input: bool = True,
+    ) -> dict[str, Any]:
+        """Call a tool and return its CallToolResult (a result with ``isError`` is returned)."""
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"tool name must be a non-empty string, got {name!r}")
+        if arguments is not None and not isinstance(arguments, Mapping):
+            raise TypeError(f"arguments must be a dict or None, got {type(arguments).__name__}")
+        params = {"name": name, "arguments": dict(arguments or {})}
+        return self.request("tools/call", params, timeout=timeout, meta=meta, answer_input=answer_input)
+
+    def discover(self, *, timeout: float | None = UNSET) -> dict[str, Any]:
+        """Send ``server/discover`` and cache its result (see `server_capabilities`)."""
+        result = self.request("server/discover", timeout=timeout)
+        if not isinstance(result.get("supportedVersions"), list):
+            raise malformed("The server/discover result has no supportedVersions list", result)
+        capabilities = result.get("capabilities")
+        if capabilities is not None and not isinstance(capabilities, dict):
+            raise malformed("The server/discover capabilities are not an object", result)
+        self._discovered = result
+        return result
+
+    @property
+    def server_capabilities(self) -> dict[str, Any]:
+        """The server's capabilities from ``server/discover``, sent once and then cached."""
+        discovered = self._discovered if self._discovered is not None else self.discover()
+        capabilities = discovered.get("capabilities")
+        return capabilities if isinstance(capabilities, dict) else {}
+
+    def listen(
+        self,
+        notifications: Mapping[str, Any],
+        *,
+        timeout: float | None = UNSET,
+        meta: Mapping[str, Any] | None = None,
+        max_buffer: int = 100,
+        overflow: Literal["drop_oldest", "drop_newest"] = "drop_oldest",
+    ) -> Subscription:
+        """Open a ``subscriptions/listen`` stream with this filter; returns once the server has
+        acknowledged it (bounded by `timeout`), as a `Subscription` whose `accepted` is the filter
+        the server agreed to."""
+        if not isinstance(notifications, Mapping):
+            raise TypeError(f"notifications must be a dict, got {type(notifications).__name__}")
+        if meta is not None and not isinstance(meta, Mapping):
+            raise TypeError(f"meta must be a dict or None, got {type(meta).__name__}")
+        check_buffer_options(max_buffer, overflow)
+        limit = self._resolve_timeout(timeout)
+        listen_id = self._next_id()
+        params = {"notifications": dict(notifications)}
+        params["_meta"] = merge_meta(self._envelope, meta)
+        message = request(listen_id, "subscriptions/listen", params)
+        log.debug("-> subscriptions/listen #%s", listen_id)
+        deadline = Deadline(limit)
+        stream = self._transport.open_stream(message, limit)
+        try:
+            accepted = self._await_acknowledgement(stream, listen_id, deadline, limit)
+        except BaseException:
+            stream.close()
+            raise
+        return Subscription(stream, listen_id, accepted, max_buffer=max_buffer, overflow=overflow)
+
+    def close(self) -> None:
+        """Close the connection. Idempotent."""
+        self._closed = True
+        self._transport.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<Client {self._transport!r}>"
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _next_id(self) -> int:
+        with self._ids_lock:
+            return next(self._ids)
+
+    def _resolve_timeout(self, timeout: float | None) -> float | None:
+        if timeout is UNSET:
+            return self._timeout
+        return check_timeout("timeout", timeout)
+
+    def _exchange(
+        self,
+        method: str,
+        params: dict[str, Any],
+        timeout: float | None,
+        meta: Mapping[str, Any] | None,
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        own_meta = params.get("_meta")
+        if own_meta is not None and not isinstance(own_meta, Mapping):
+            raise TypeError("params['_meta'] must be a dict")
+        request_meta = merge_meta(self._envelope, own_meta, meta)
+        request_id = self._next_id()
+        message = request(request_id, method, {**params, "_meta": request_meta})
+        log.debug("-> %s #%s", method, request_id)
+        response = self._transport.request(message, timeout)
+        result = decode_response(response)
+        return result, request_meta
+
+    @staticmethod
+    def _extension_result(method: str, result_type: object, request_meta: Mapping[str, Any]) -> bool:
+        if not isinstance(result_type, str):
+            return False
+        entry = EXTENSION_RESULT_TYPES.get(result_type)
+        if entry is None:
+            return False
+        extension, methods = entry
+        return method in methods and declares_extension(request_meta, extension)
+
+    def _answer_input(self, base: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+        """The next round's params: the original request plus the answers to `result`."""
+        requests = result.get("inputRequests")
+        state = result.get("requestState")
+        if state is not None and not isinstance(state, str):
+            raise malformed("The server sent a requestState that is not a string", result)
+        if requests is None or requests == {}:
+            if state is None:
+                raise malformed("The server asked for input without inputRequests or requestState", result)
+            time.sleep(STATE_ONLY_PACE)
+            return {**base, "requestState": state}
+        if not isinstance(requests, dict):
+            raise malformed("The server sent inputRequests that are not an object", result)
+        plan = []
+        for key in sorted(requests):
+            entry = requests[key]
+            kind = kind_of(entry)
+            handler = self._handlers.for_kind(kind)
+            params = request_params(entry) if isinstance(entry, Mapping) else None
+            if handler is None or params is None:
+                method = entry.get("method") if isinstance(entry, Mapping) else None
+                raise McpError(
+                    INVALID_PARAMS,
+                    f"No input handler for the server's {method or 'malformed'} request"
+                    + (f" ({kind})" if kind else ""),
+                    cause=("no_input_handler", kind, result),
+                )
+            assert kind is not None
+            plan.append((key, kind, handler, params))
+        responses = {}
+        for key, kind, handler, params in plan:
+            try:
+                response = handler(params)
+            except InputError as exc:
+                raise _input_failure(key, exc.reason, result) from exc
+            problem = check_response(kind, response)
+            if problem is not None:
+                raise _input_failure(key, problem, result)
+            responses[key] = response
+        answered = {**base, "inputResponses": responses}
+        if state is not None:
+            answered["requestState"] = state
+        return answered
+
+    def _await_acknowledgement(
+        self,
+        stream: Any,
+        listen_id: int,
+        deadline: Deadline,
+        limit: float | None,
+    ) -> dict[str, Any]:
+        while True:
+            try:
+                message = stream.read(deadline.remaining())
+            except TimeoutError:
+                assert limit is not None
+                raise RequestTimeout(limit, "The server did not acknowledge the subscription in time") from None
+            if message is None:
+                raise TransportError("The listen stream ended before the server acknowledged it")
+            if "method" not in message:
+                if message.get("id") == listen_id:
+                    decode_response(message)
+                    raise malformed("The server ended the subscription before acknowledging it", message)
+                continue
+            if message.get("method") == "notifications/subscriptions/acknowledged":
+                params = message.get("params")
+                accepted = params.get("notifications") if isinstance(params, dict) else None
+                if not isinstance(accepted, dict):
+                    raise malformed("The acknowledgement has no notifications filter", message)
+                return accepted
+            log.debug("ignored %s before the acknowledgement", message.get("method"))
+
+
+def _input_failure(key: str, reason: Any, result: dict[str, Any]) -> McpError:
+    return McpError(
+        INTERNAL_ERROR,
+        "An input handler did not answer the server's input request",
+        kind="execution",
+        cause=("input_handler", key, reason, result),
+    )

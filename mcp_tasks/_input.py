@@ -1,0 +1,315 @@
+"""Input: the handlers that answer a server's input requests, and the checks on their answers.
+
+A server asks for input inside a result (`inputRequests`, keyed), never by sending a request of its
+own. Each request has a kind by its method (and elicitation mode); a handler of that kind gets the
+request's params and returns the response, which is checked before it is sent.
+"""
+
+from __future__ import annotations
+
+import math
+import urllib.parse
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+import attrs
+
+from mcp_tasks._errors import INTERNAL_ERROR, InputError, McpError
+
+if TYPE_CHECKING:
+    from mcp_tasks._status import Status
+
+__all__ = [
+    "FunctionStrategy",
+    "Handler",
+    "HandlersStrategy",
+    "InputHandlers",
+    "InputStrategy",
+    "ReturnStrategy",
+    "check_response",
+    "input_failure",
+    "kind_of",
+    "resolve_strategy",
+]
+
+Handler = Callable[[dict[str, Any]], Any]
+"""An input handler: takes the request's params, returns the response dict."""
+
+KINDS = ("form", "url", "sampling", "roots")
+ELICITATION_ACTIONS = frozenset({"accept", "decline", "cancel"})
+
+
+def _check_handler(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and not callable(value):
+        raise TypeError(f"{attribute.name} handler must be callable, got {type(value).__name__}")
+
+
+@attrs.frozen
+class InputHandlers:
+    """The functions that answer input requests, one per kind.
+
+    `form` and `url` answer ``elicitation/create`` in that mode, `sampling` answers
+    ``sampling/createMessage`` and `roots` answers ``roots/list``. Each takes the request's params
+    dict and returns the response dict; one that cannot answer raises `InputError`. A handler also
+    declares its capability on every request the client sends (form -> ``elicitation.form``, ...).
+    """
+
+    form: Handler | None = attrs.field(default=None, validator=_check_handler)
+    url: Handler | None = attrs.field(default=None, validator=_check_handler)
+    sampling: Handler | None = attrs.field(default=None, validator=_check_handler)
+    roots: Handler | None = attrs.field(default=None, validator=_check_handler)
+
+    def for_kind(self, kind: str | None) -> Handler | None:
+        """The handler for a kind of request, or None when there is none."""
+        if kind not in KINDS:
+            return None
+        handler: Handler | None = getattr(self, kind)
+        return handler
+
+    def capabilities(self, declared: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """`declared` client capabilities plus those the handlers imply."""
+        caps: dict[str, Any] = dict(declared or {})
+        modes = [mode for mode in ("form", "url") if getattr(self, mode) is not None]
+        if modes:
+            elicitation = caps.get("elicitation")
+            elicitation = dict(elicitation) if isinstance(elicitation, Mapping) else {}
+            if not elicitation:
+                # An empty elicitation capability means form mode; keep that meaning.
+                elicitation = {"form": {}}
+            for mode in modes:
+                elicitation.setdefault(mode, {})
+            caps["elicitation"] = elicitation
+        if self.sampling is not None:
+            caps.setdefault("sampling", {})
+        if self.roots is not None:
+            caps.setdefault("roots", {"listChanged": False})
+        return caps
+
+
+def kind_of(request: object) -> str | None:
+    """The kind of an input request: form, url, sampling, roots, or None for one not handled."""
+    if not isinstance(request, Mapping):
+        return None
+    method = request.get("method")
+    if method == "elicitation/create":
+        params = request.get("params")
+        mode = params.get("mode") if isinstance(params, Mapping) else None
+        if mode is None or mode == "form":
+            return "form"
+        return "url" if mode == "url" else None
+    if method == "sampling/createMessage":
+        return "sampling"
+    if method == "roots/list":
+        return "roots"
+    return None
+
+
+def request_params(request: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The params of an input request: a missing one is ``{}``, one that is not an object None."""
+    params = request.get("params", {})
+    if params is None:
+        return {}
+    return params if isinstance(params, dict) else None
+
+
+def check_response(kind: str, response: object) -> tuple[str, Any] | None:
+    """Why a handler's response cannot be sent, as a reason tuple, or None when it is fine."""
+    if not isinstance(response, dict):
+        return ("invalid_return", response)
+    valid = {
+        "form": _valid_elicitation,
+        "url": _valid_elicitation,
+        "sampling": _valid_sampling,
+        "roots": _valid_roots,
+    }[kind](response)
+    return None if valid else ("invalid_response", response)
+
+
+def json_safe(value: object) -> bool:
+    """Whether a value is plain JSON: objects with string keys, arrays, strings, finite numbers."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, (list, tuple)):
+        return all(json_safe(item) for item in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and json_safe(v) for k, v in value.items())
+    return False
+
+
+def _valid_elicitation(response: dict[str, Any]) -> bool:
+    return (
+        all(isinstance(key, str) for key in response)
+        and response.get("action") in ELICITATION_ACTIONS
+        and json_safe(response)
+    )
+
+
+_SAMPLING_BLOCKS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    # type: (required keys, optional keys)
+    "text": (frozenset({"type", "text"}), frozenset({"annotations", "_meta"})),
+    "image": (frozenset({"type", "data", "mimeType"}), frozenset({"annotations", "_meta"})),
+    "audio": (frozenset({"type", "data", "mimeType"}), frozenset({"annotations", "_meta"})),
+    "tool_use": (frozenset({"type", "id", "name", "input"}), frozenset({"_meta"})),
+    "tool_result": (
+        frozenset({"type", "toolUseId", "content"}),
+        frozenset({"structuredContent", "isError", "_meta"}),
+    ),
+}
+
+
+def _valid_block(block: object) -> bool:
+    if not isinstance(block, dict):
+        return False
+    shape = _SAMPLING_BLOCKS.get(block.get("type"))  # type: ignore[arg-type]
+    if shape is None:
+        return False
+    required, optional = shape
+    keys = set(block)
+    if not required <= keys or not keys <= required | optional:
+        return False
+    kind = block["type"]
+    if kind == "text":
+        return isinstance(block["text"], str)
+    if kind in ("image", "audio"):
+        return isinstance(block["data"], str) and isinstance(block["mimeType"], str)
+    if kind == "tool_use":
+        return isinstance(block["id"], str) and isinstance(block["name"], str) and isinstance(block["input"], dict)
+    return isinstance(block["toolUseId"], str) and isinstance(block["content"], list)
+
+
+def _valid_sampling(response: dict[str, Any]) -> bool:
+    content = response.get("content")
+    blocks = content if isinstance(content, list) else [content]
+    return (
+        json_safe(response)
+        and response.get("role") in ("user", "assistant")
+        and isinstance(response.get("model"), str)
+        and bool(blocks)
+        and all(_valid_block(block) for block in blocks)
+        and isinstance(response.get("stopReason", ""), str)
+        and isinstance(response.get("_meta", {}), dict)
+    )
+
+
+def _valid_root(root: object) -> bool:
+    if not isinstance(root, dict) or not set(root) <= {"uri", "name", "_meta"}:
+        return False
+    uri = root.get("uri")
+    if not isinstance(uri, str) or not uri.startswith("file://"):
+        return False
+    try:
+        urllib.parse.urlsplit(uri)
+    except ValueError:
+        return False
+    return isinstance(root.get("name", ""), str) and isinstance(root.get("_meta", {}), dict)
+
+
+def _valid_roots(response: dict[str, Any]) -> bool:
+    roots = response.get("roots")
+    return json_safe(response) and isinstance(roots, list) and all(_valid_root(r) for r in roots)
+
+
+# -- input strategies: how a wait answers a task's input requests ------------------------------
+
+
+class InputStrategy(Protocol):
+    """How a wait answers input: return the responses to send (keyed as the requests are), an
+    empty dict to send nothing yet, or None to stop the wait with the input_required status."""
+
+    def answer(self, client: Any, status: Status, pending: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+        """Answer the `pending` requests of `status` (the requests not answered in this wait)."""
+
+
+def input_failure(key: str | None, reason: Any, status: Status) -> McpError:
+    """The error that stops a wait whose input could not be answered (-32603, kind execution)."""
+    return McpError(
+        INTERNAL_ERROR,
+        "An input handler did not answer the task's input request",
+        kind="execution",
+        cause=("input_handler", key, reason, status),
+    )
+
+
+class HandlersStrategy:
+    """Answer with the client's input handlers, all or nothing: when any pending request has no
+    handler for its kind, none runs and the wait returns the input_required status. Handlers run
+    in sorted key order; each response is checked before it is sent."""
+
+    def __init__(self, handlers: InputHandlers | None = None) -> None:
+        self._handlers = handlers
+
+    def answer(self, client: Any, status: Status, pending: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+        """See `InputStrategy.answer`."""
+        handlers: InputHandlers = self._handlers or client.input_handlers
+        plan = []
+        for key in sorted(pending):
+            request = pending[key]
+            kind = kind_of(request)
+            handler = handlers.for_kind(kind)
+            params = request_params(request)
+            if handler is None or params is None:
+                return None
+            assert kind is not None
+            plan.append((key, kind, handler, params))
+        responses: dict[str, Any] = {}
+        for key, kind, handler, params in plan:
+            try:
+                response = handler(params)
+            except InputError as exc:
+                raise input_failure(key, exc.reason, status.with_input_requests(pending)) from exc
+            problem = check_response(kind, response)
+            if problem is not None:
+                raise input_failure(key, problem, status.with_input_requests(pending))
+            responses[key] = response
+        return responses
+
+    def __repr__(self) -> str:
+        return "HandlersStrategy()"
+
+
+class ReturnStrategy:
+    """Never answer: the wait returns the input_required status at once."""
+
+    def answer(self, client: Any, status: Status, pending: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+        """See `InputStrategy.answer`."""
+        return None
+
+    def __repr__(self) -> str:
+        return "ReturnStrategy()"
+
+
+class FunctionStrategy:
+    """Answer with a function of the status, its input_requests cut to the pending ones. Its
+    responses are sent as they are (not checked)."""
+
+    def __init__(self, function: Callable[[Status], dict[str, Any] | None]) -> None:
+        self._function = function
+
+    def answer(self, client: Any, status: Status, pending: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+        """See `InputStrategy.answer`."""
+        reduced = status.with_input_requests(pending)
+        try:
+            return self._function(reduced)
+        except InputError as exc:
+            raise input_failure(None, exc.reason, reduced) from exc
+
+    def __repr__(self) -> str:
+        return f"FunctionStrategy({self._function!r})"
+
+
+def resolve_strategy(value: object) -> InputStrategy:
+    """The strategy for a wait's ``input=`` option: "handlers", "return", a function, or an
+    object with ``answer(client, status, pending)``."""
+    if value == "handlers":
+        return HandlersStrategy()
+    if value == "return":
+        return ReturnStrategy()
+    if isinstance(value, str):
+        raise ValueError(f"input must be 'handlers', 'return', a function or a strategy object, got {value!r}")
+    if callable(getattr(value, "answer", None)):
+        return value  # type: ignore[return-value]
+    if callable(value):
+        return FunctionStrategy(value)  # type: ignore[arg-type]
+    raise TypeError(f"input must be 'handlers', 'return', a function or a strategy object, got {value!r}")

@@ -1,0 +1,225 @@
+"""A listen stream: one worker thread reads it into a bounded queue that the caller drains.
+
+Events are `Notification`, `Dropped` (events lost to a full queue, told just before the next one
+delivered) and `Closed` (the end; nothing follows it). User code never runs on the worker thread.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from types import TracebackType
+from typing import Any, Literal, Union
+
+import attrs
+
+from mcp_tasks._clock import SLICE
+from mcp_tasks._errors import McpError, TransportError
+from mcp_tasks._threads import join_all, start_thread
+from mcp_tasks._wire import decode_response
+from mcp_tasks.transports._base import Stream
+
+__all__ = ["Closed", "Dropped", "Event", "Notification", "Subscription"]
+
+log = logging.getLogger("mcp_tasks")
+
+CLOSE_TIMEOUT = 5.0
+OVERFLOW_MODES = ("drop_oldest", "drop_newest")
+
+
+@attrs.frozen
+class Notification:
+    """A notification the server sent on the stream; `params` includes its `_meta`."""
+
+    method: str
+    params: dict[str, Any]
+
+
+@attrs.frozen
+class Dropped:
+    """`count` events were lost because the queue was full; told before the next delivered one."""
+
+    count: int
+
+
+@attrs.frozen
+class Closed:
+    """The stream ended: `error` is None at a normal end, the `McpError` on a failure."""
+
+    error: McpError | None = None
+
+
+Event = Union[Notification, Dropped, Closed]
+
+
+class Subscription:
+    """One `subscriptions/listen` stream, acknowledged by the server.
+
+    `accepted` is the filter the server agreed to (possibly a subset of the one asked for) and `id`
+    the listen request id (also the subscriptionId). Read events with `next()` or by iterating;
+    `close()` ends the stream and joins the worker. Use it as a context manager.
+    """
+
+    def __init__(
+        self,
+        stream: Stream,
+        subscription_id: int | str,
+        accepted: dict[str, Any],
+        *,
+        max_buffer: int = 100,
+        overflow: Literal["drop_oldest", "drop_newest"] = "drop_oldest",
+    ) -> None:
+        check_buffer_options(max_buffer, overflow)
+        self.id = subscription_id
+        self.accepted = accepted
+        self._stream = stream
+        self._max_buffer = max_buffer
+        self._overflow = overflow
+        self._cond = threading.Condition()
+        self._events: collections.deque[Notification] = collections.deque()
+        self._dropped = 0
+        self._end: Closed | None = None  # queued end, delivered after the events
+        self._done: Closed | None = None  # the end, once delivered or closed
+        self._stop = threading.Event()
+        self._close_lock = threading.Lock()
+        self._worker = start_thread(f"listen-{subscription_id}", self._run)
+
+    # -- the caller's side --------------------------------------------------------------------
+
+    def next(self, timeout: float | None = None) -> Event:
+        """The next event; raises `TimeoutError` when none comes within `timeout` seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while True:
+                if self._done is not None:
+                    return self._done
+                if self._events:
+                    if self._dropped:
+                        dropped, self._dropped = Dropped(self._dropped), 0
+                        return dropped
+                    return self._events.popleft()
+                if self._end is not None:
+                    if self._dropped:
+                        dropped, self._dropped = Dropped(self._dropped), 0
+                        return dropped
+                    self._done = self._end
+                    return self._done
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise TimeoutError("no event within the timeout")
+                self._cond.wait(SLICE if left is None else min(SLICE, left))
+
+    def __iter__(self) -> Iterator[Event]:
+        """Events until, and including, `Closed`."""
+        while True:
+            event = self.next()
+            yield event
+            if isinstance(event, Closed):
+                return
+
+    def close(self) -> None:
+        """End the stream (stdio sends notifications/cancelled, HTTP closes the response, direct
+        tells the server) and join the worker. Idempotent; bounded at 5 s."""
+        with self._close_lock:
+            if self._stop.is_set():
+                return
+            self._stop.set()
+        try:
+            self._stream.close()
+        finally:
+            join_all([self._worker], CLOSE_TIMEOUT)
+            with self._cond:
+                self._events.clear()
+                self._dropped = 0
+                if self._done is None:
+                    self._done = Closed(None)
+                self._cond.notify_all()
+
+    @property
+    def closed(self) -> bool:
+        """Whether the stream has ended (its `Closed` event is due or delivered)."""
+        return self._done is not None or self._end is not None
+
+    def __enter__(self) -> Subscription:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "open"
+        return f"<Subscription id={self.id!r} {state} accepted={sorted(self.accepted)}>"
+
+    # -- the worker ---------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        end: Closed
+        try:
+            end = self._pump()
+        except Exception as exc:  # never leave the caller waiting
+            log.exception("listen stream worker failed")
+            end = Closed(TransportError(f"the listen stream failed: {exc!r}", cause=exc))
+        with self._cond:
+            if self._end is None:
+                self._end = end
+            self._cond.notify_all()
+
+    def _pump(self) -> Closed:
+        while not self._stop.is_set():
+            try:
+                message = self._stream.read(SLICE)
+            except TimeoutError:
+                continue
+            except McpError as exc:
+                return Closed(exc)
+            if message is None:
+                if self._stop.is_set():
+                    break
+                return Closed(TransportError("the listen stream ended before the server's response"))
+            if "method" not in message:
+                if message.get("id") != self.id:
+                    log.debug("ignored a response on the listen stream that is not its own")
+                    continue
+                try:
+                    decode_response(message)
+                except McpError as exc:
+                    return Closed(exc)
+                return Closed(None)
+            method = message["method"]
+            params = message.get("params")
+            params = params if isinstance(params, dict) else {}
+            if method == "notifications/cancelled" and params.get("requestId") == self.id:
+                return Closed(None)
+            if not isinstance(method, str):
+                log.debug("ignored a message on the listen stream with a non-string method")
+                continue
+            self._deliver(Notification(method, params))
+        return Closed(None)
+
+    def _deliver(self, event: Notification) -> None:
+        with self._cond:
+            if len(self._events) >= self._max_buffer:
+                self._dropped += 1
+                if self._overflow == "drop_newest":
+                    return
+                self._events.popleft()
+            self._events.append(event)
+            self._cond.notify_all()
+
+
+def check_buffer_options(max_buffer: object, overflow: object) -> None:
+    """Validate the queue options of a subscription."""
+    if isinstance(max_buffer, bool) or not isinstance(max_buffer, int):
+        raise TypeError(f"max_buffer must be an int, got {max_buffer!r}")
+    if max_buffer < 1:
+        raise ValueError(f"max_buffer must be at least 1, got {max_buffer}")
+    if overflow not in OVERFLOW_MODES:
+        raise ValueError(f"overflow must be one of {', '.join(OVERFLOW_MODES)}, got {overflow!r}")

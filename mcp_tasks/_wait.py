@@ -1,0 +1,297 @@
+"""Waiting for a task: one deadline, polled in the caller's thread (or fed by a listen stream read
+in a worker thread), input answered by a strategy, and a clear error when time runs out.
+
+The task keeps running on the server after a wait gives up: wait again, or cancel it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from mcp_tasks._clock import SLICE, Deadline, check_timeout
+from mcp_tasks._errors import INVALID_PARAMS, REQUEST_TIMEOUT, McpError, TaskTimeout
+from mcp_tasks._input import InputStrategy, input_failure, resolve_strategy
+from mcp_tasks._redact import short_id
+from mcp_tasks._status import Status, TaskState
+from mcp_tasks._subscription import Closed, Dropped, Notification, Subscription
+from mcp_tasks._tasks import call_tool, declaration, decode_task, get_task, outcome, task_id_of, update_task
+
+if TYPE_CHECKING:
+    from mcp_tasks._client import Client
+
+__all__ = ["await_task", "call_and_await", "wait_task"]
+
+log = logging.getLogger("mcp_tasks")
+
+TASK_NOTIFICATIONS = frozenset({"notifications/tasks", "notifications/tasks/status"})
+DEFAULT_TIMEOUT = 60.0
+DEFAULT_POLL_INTERVAL = 1.0
+DEFAULT_MIN_POLL_INTERVAL = 0.05
+
+OnStatus = Callable[[Status], object]
+
+
+class _Options:
+    """A wait's options, checked before anything is sent."""
+
+    __slots__ = ("input", "listen", "min_poll_interval", "on_status", "poll_interval", "request_timeout", "timeout")
+
+    def __init__(
+        self,
+        *,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        poll_interval: float = DEFAULT_POLL_INTERVAL,
+        min_poll_interval: float = DEFAULT_MIN_POLL_INTERVAL,
+        request_timeout: float | None = None,
+        listen: bool = False,
+        input: object = "handlers",
+        on_status: OnStatus | None = None,
+    ) -> None:
+        self.timeout = check_timeout("timeout", timeout)
+        self.poll_interval = check_timeout("poll_interval", poll_interval, allow_none=False)
+        self.min_poll_interval = check_timeout("min_poll_interval", min_poll_interval, allow_none=False)
+        self.request_timeout = check_timeout("request_timeout", request_timeout)
+        if not isinstance(listen, bool):
+            raise TypeError(f"listen must be True or False, got {listen!r}")
+        self.listen = listen
+        self.input: InputStrategy = resolve_strategy(input)
+        if on_status is not None and not callable(on_status):
+            raise TypeError(f"on_status must be callable or None, got {on_status!r}")
+        self.on_status = on_status
+
+
+def _fingerprint(status: Status) -> tuple[Any, ...]:
+    # lastUpdatedAt is left out: some servers move it on every read.
+    return (status.wire_status, status.status_message, sorted(status.input_requests), status.result, status.error)
+
+
+class _Wait:
+    """The state of one wait."""
+
+    def __init__(self, client: Client, task_id: str, given: Status | None, options: _Options) -> None:
+        self.client = client
+        self.task_id = task_id
+        self.options = options
+        self.deadline = Deadline(options.timeout)
+        self.request_limit = options.request_timeout if options.request_timeout is not None else client.timeout
+        self.meta = declaration(client)
+        self.answered: set[str] = set()
+        self.last: Status | None = given
+        self.seen: tuple[Any, ...] | None = None
+        self.just_answered = False
+
+    # -- entry --------------------------------------------------------------------------------
+
+    def run(self, given: Status | None) -> Status:
+        if given is not None and given.terminal and given.detailed:
+            self._notify(given)
+            return given
+        if self.options.listen:
+            return self._listen()
+        return self._poll(self._get())
+
+    # -- polling ------------------------------------------------------------------------------
+
+    def _poll(self, status: Status) -> Status:
+        while True:
+            final = self._observe(status)
+            if final is not None:
+                return final
+            self._sleep(self._interval(status))
+            status = self._get()
+
+    def _interval(self, status: Status) -> float:
+        if self.just_answered:
+            # The task was just given its input: look again soon rather than a full interval on.
+            self.just_answered = False
+            return self.options.min_poll_interval
+        suggested = status.poll_interval_ms / 1000 if status.poll_interval_ms else self.options.poll_interval
+        return max(suggested, self.options.min_poll_interval)
+
+    def _sleep(self, interval: float) -> None:
+        left = self.deadline.remaining()
+        if left is not None and left <= 0:
+            raise self._timed_out()
+        pause = interval if left is None else min(interval, left)
+        end = time.monotonic() + pause
+        while True:
+            step = end - time.monotonic()
+            if step <= 0:
+                return
+            time.sleep(min(step, SLICE))
+
+    # -- listening ----------------------------------------------------------------------------
+
+    def _listen(self) -> Status:
+        subscription = self._bounded(
+            lambda limit: self.client.listen({"taskIds": [self.task_id]}, timeout=limit, meta=self.meta)
+        )
+        try:
+            accepted = subscription.accepted.get("taskIds")
+            if not isinstance(accepted, list) or self.task_id not in accepted:
+                raise McpError(INVALID_PARAMS, "Unknown or inaccessible taskId")
+            status = self._get()
+            final = self._observe(status)
+            if final is not None:
+                return final
+            final = self._follow(subscription)
+            if final is not None:
+                return final
+            log.debug("listen stream for task %s ended; polling", short_id(self.task_id))
+            assert self.last is not None
+            return self._poll_on(self.last)
+        finally:
+            subscription.close()
+
+    def _follow(self, subscription: Subscription) -> Status | None:
+        """Observe the stream's events until the task is done (its status) or the stream ends."""
+        while True:
+            try:
+                event = subscription.next(self.deadline.remaining())
+            except TimeoutError:
+                raise self._timed_out() from None
+            if isinstance(event, Closed):
+                return None
+            if isinstance(event, Dropped):
+                status = self._get()
+            elif isinstance(event, Notification) and self._concerns_task(event):
+                status = decode_task(event.params, self.task_id)
+            else:
+                continue
+            final = self._observe(status)
+            if final is not None:
+                return final
+
+    def _concerns_task(self, event: Notification) -> bool:
+        return event.method in TASK_NOTIFICATIONS and event.params.get("taskId") == self.task_id
+
+    def _poll_on(self, status: Status) -> Status:
+        """Polling after a stream ended: the last status is already observed; sleep, then read."""
+        self._sleep(self._interval(status))
+        return self._poll(self._get())
+
+    # -- observing one status -----------------------------------------------------------------
+
+    def _observe(self, status: Status) -> Status | None:
+        """Take in one status; the final Status when the wait is over, else None."""
+        self.last = status
+        self._notify(status)
+        if status.status is TaskState.INPUT_REQUIRED:
+            pending = {k: v for k, v in status.input_requests.items() if k not in self.answered}
+            if not pending:
+                return None  # the server has not caught up with what this wait sent
+            responses = self.options.input.answer(self.client, status, pending)
+            if responses is None:
+                return status
+            if not isinstance(responses, Mapping):
+                raise input_failure(None, ("invalid_return", responses), status.with_input_requests(pending))
+            if responses:
+                self._bounded(lambda limit: update_task(self.client, self.task_id, responses, timeout=limit))
+                self.answered.update(responses)
+                self.just_answered = True
+            return None
+        if status.terminal:
+            return status
+        return None
+
+    def _notify(self, status: Status) -> None:
+        fingerprint = _fingerprint(status)
+        if fingerprint != self.seen:
+            self.seen = fingerprint
+            if self.options.on_status is not None:
+                self.options.on_status(status)
+
+    # -- requests bounded by the deadline -----------------------------------------------------
+
+    def _get(self) -> Status:
+        return self._bounded(lambda limit: get_task(self.client, self.task_id, timeout=limit))
+
+    def _bounded(self, send: Callable[[float | None], Any]) -> Any:
+        left = self.deadline.remaining()
+        if left is not None and left <= 0:
+            raise self._timed_out()
+        limit = self.deadline.bound(self.request_limit)
+        try:
+            return send(limit)
+        except McpError as exc:
+            if exc.code == REQUEST_TIMEOUT and exc.kind == "transport" and self.deadline.expired():
+                raise self._timed_out() from exc
+            raise
+
+    def _timed_out(self) -> TaskTimeout:
+        assert self.options.timeout is not None
+        return TaskTimeout(self.task_id, self.options.timeout, self.last)
+
+
+def wait_task(
+    client: Client,
+    task: str | Status,
+    *,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    poll_interval: float = DEFAULT_POLL_INTERVAL,
+    min_poll_interval: float = DEFAULT_MIN_POLL_INTERVAL,
+    request_timeout: float | None = None,
+    listen: bool = False,
+    input: object = "handlers",
+    on_status: OnStatus | None = None,
+) -> Status:
+    """Wait until the task is terminal, or needs input this wait does not answer; return that
+    Status. Raises only for errors of the wait itself: a request that failed, `TaskTimeout`, or
+    an input handler that could not answer.
+
+    `timeout` (seconds, None for no limit) bounds the whole wait; each request gets the time left,
+    or `request_timeout` (the client's timeout when None) when that is shorter. Between polls the
+    wait sleeps the task's ``pollIntervalMs``, or `poll_interval` when it has none, and never less
+    than `min_poll_interval`. ``listen=True`` follows a ``subscriptions/listen`` stream instead,
+    and polls if the stream ends. `input` is ``"handlers"`` (the client's input handlers),
+    ``"return"``, a function of the status (pending requests only) returning the responses, or an
+    object with ``answer(client, status, pending)``. `on_status` is called on this thread once for
+    each change of status the wait sees.
+    """
+    options = _Options(
+        timeout=timeout,
+        poll_interval=poll_interval,
+        min_poll_interval=min_poll_interval,
+        request_timeout=request_timeout,
+        listen=listen,
+        input=input,
+        on_status=on_status,
+    )
+    task_id = task_id_of(task)
+    given = task if isinstance(task, Status) else None
+    return _Wait(client, task_id, given, options).run(given)
+
+
+def await_task(client: Client, task: str | Status, **wait_opts: Any) -> dict[str, Any]:
+    """Wait for the task and return its CallToolResult: `outcome(wait_task(...))`.
+
+    Raises `TaskFailed`, `TaskCancelled` or `InputRequired` for those outcomes, and `TaskTimeout`
+    when the wait runs out of time.
+    """
+    return outcome(wait_task(client, task, **wait_opts))
+
+
+def call_and_await(
+    client: Client,
+    name: str,
+    arguments: Mapping[str, Any] | None = None,
+    *,
+    call_opts: Mapping[str, Any] | None = None,
+    **wait_opts: Any,
+) -> dict[str, Any]:
+    """Call a tool and, if the server made it a task, wait for its result.
+
+    `call_opts` go to the ``tools/call`` (``timeout``, ``meta``); `wait_opts` to `wait_task`, whose
+    `timeout` bounds the wait only. A tool that ran synchronously returns its result at once.
+    """
+    _Options(**wait_opts)  # bad options fail before the call is sent
+    if call_opts is not None and not isinstance(call_opts, Mapping):
+        raise TypeError(f"call_opts must be a dict or None, got {type(call_opts).__name__}")
+    called = call_tool(client, name, arguments, **dict(call_opts or {}))
+    if isinstance(called, Status):
+        return await_task(client, called, **wait_opts)
+    return called
+

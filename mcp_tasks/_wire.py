@@ -1,0 +1,174 @@
+"""The wire: JSON-RPC messages, the 2026-07-28 `_meta` envelope, and the HTTP header rules.
+
+Shared by the client and the reference server; it holds data and pure functions, no I/O.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from mcp_tasks._errors import CONNECTION_CLOSED, McpError
+
+__all__ = [
+    "EXTENSION_RESULT_TYPES",
+    "META_CLIENT_CAPABILITIES",
+    "META_CLIENT_INFO",
+    "META_PROTOCOL_VERSION",
+    "META_SERVER_INFO",
+    "META_SUBSCRIPTION_ID",
+    "NAME_PARAMS",
+    "PROTOCOL_VERSION",
+    "TASKS_EXTENSION",
+    "decode_header_value",
+    "declares_extension",
+    "dumps",
+    "encode_header_value",
+    "loads",
+    "mcp_name",
+    "merge_meta",
+    "notification",
+    "request",
+    "subscription_id",
+]
+
+PROTOCOL_VERSION = "2026-07-28"
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+
+META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
+META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
+META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+META_SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+
+# Which param each method mirrors into the HTTP `Mcp-Name` header. The task methods are listed
+# here as data: the Tasks extension makes the header a MUST for them.
+NAME_PARAMS: Mapping[str, str] = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
+
+# resultType values an extension adds, the extension that must be declared on the request, and
+# the methods that may answer with them.
+EXTENSION_RESULT_TYPES: Mapping[str, tuple[str, frozenset[str]]] = {
+    "task": (TASKS_EXTENSION, frozenset({"tools/call"})),
+}
+
+_BASE64_PREFIX = "=?base64?"
+_BASE64_SUFFIX = "?="
+
+
+def dumps(message: Any) -> bytes:
+    """Compact UTF-8 JSON; NaN and infinities are refused, since JSON has no such numbers."""
+    try:
+        return json.dumps(message, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"message is not JSON-serializable: {exc}") from exc
+
+
+def loads(data: bytes | str) -> Any:
+    """Parse one JSON text; a failure is a ValueError."""
+    return json.loads(data)
+
+
+def request(request_id: int | str, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """A JSON-RPC request message."""
+    return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+
+
+def notification(method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A JSON-RPC notification message."""
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+def merge_meta(*layers: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Merge `_meta` maps one level deep, later layers winning key by key."""
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        if layer:
+            merged.update(layer)
+    return merged
+
+
+def declares_extension(meta: Mapping[str, Any], extension: str) -> bool:
+    """Whether a request's `_meta` declares `extension` in its client capabilities."""
+    caps = meta.get(META_CLIENT_CAPABILITIES)
+    if not isinstance(caps, Mapping):
+        return False
+    extensions = caps.get("extensions")
+    return isinstance(extensions, Mapping) and isinstance(extensions.get(extension), Mapping)
+
+
+def subscription_id(params: object) -> object:
+    """The subscription a notification belongs to, from its `_meta`, or None."""
+    if isinstance(params, Mapping):
+        meta = params.get("_meta")
+        if isinstance(meta, Mapping):
+            return meta.get(META_SUBSCRIPTION_ID)
+    return None
+
+
+def mcp_name(method: str, params: Mapping[str, Any] | None) -> str | None:
+    """The value of the `Mcp-Name` header for a request, or None when the method has none."""
+    key = NAME_PARAMS.get(method)
+    if key is None or params is None:
+        return None
+    value = params.get(key)
+    return value if isinstance(value, str) else None
+
+
+def encode_header_value(value: str) -> str:
+    """A header value as sent: plain when it is visible ASCII, else the `=?base64?…?=` form."""
+    if _plain_header_safe(value):
+        return value
+    return _BASE64_PREFIX + base64.b64encode(value.encode()).decode("ascii") + _BASE64_SUFFIX
+
+
+def decode_header_value(value: str) -> str:
+    """Undo `encode_header_value`; a malformed base64 form is a ValueError."""
+    if value.startswith(_BASE64_PREFIX) and value.endswith(_BASE64_SUFFIX) and len(value) >= 11:
+        body = value[len(_BASE64_PREFIX) : -len(_BASE64_SUFFIX)]
+        try:
+            return base64.b64decode(body, validate=True).decode()
+        except (binascii.Error, UnicodeDecodeError) as exc:
+            raise ValueError(f"malformed base64 header value: {exc}") from exc
+    return value
+
+
+def _plain_header_safe(value: str) -> bool:
+    if not value or value != value.strip():
+        return False
+    if value.startswith(_BASE64_PREFIX):
+        return False
+    return all(0x21 <= ord(ch) <= 0x7E or ch == " " for ch in value)
+
+
+def malformed(message: str, cause: Any = None) -> McpError:
+    """A message from the server that breaks the protocol: -32000, kind transport."""
+    return McpError(CONNECTION_CLOSED, message, kind="transport", cause=cause)
+
+
+def decode_response(message: object) -> dict[str, Any]:
+    """The result of a JSON-RPC response message; its error raised as `McpError`."""
+    if not isinstance(message, dict):
+        raise malformed("The server sent a response that is not a JSON object", message)
+    has_result = "result" in message
+    has_error = "error" in message
+    if has_result == has_error:
+        raise malformed("The server sent a response with both or neither of result and error", message)
+    if has_error:
+        raise McpError.from_wire(message["error"])
+    result = message["result"]
+    if not isinstance(result, dict):
+        raise malformed("The server sent a result that is not a JSON object", message)
+    return result

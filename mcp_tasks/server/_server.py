@@ -1,0 +1,443 @@
+"""The reference server: a tool registry and the dispatch of every 2026-07-28 request, with the
+Tasks extension. Transports hand it decoded messages (`handle`) and carry back what it returns."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import logging
+import secrets
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from mcp_tasks._errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CAPABILITY,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    McpError,
+)
+from mcp_tasks._input import kind_of
+from mcp_tasks._version import __version__
+from mcp_tasks._wire import (
+    META_CLIENT_CAPABILITIES,
+    META_PROTOCOL_VERSION,
+    META_SERVER_INFO,
+    META_SUBSCRIPTION_ID,
+    PROTOCOL_VERSION,
+    TASKS_EXTENSION,
+    declares_extension,
+)
+from mcp_tasks.server._exchange import Exchange
+from mcp_tasks.server._hub import Hub
+from mcp_tasks.server._tasks import MAX_TASK_ID_BYTES, TaskRecord, TaskRuntime, check_task_id
+from mcp_tasks.server._tools import (
+    TASK_SUPPORT,
+    Cancelled,
+    NeedInput,
+    Tool,
+    ToolContext,
+    ToolError,
+    error_result,
+    schema_from_signature,
+    to_call_result,
+)
+
+__all__ = ["Server"]
+
+log = logging.getLogger("mcp_tasks.server")
+
+MAX_LISTEN_TASK_IDS = 100
+_TASKS_REQUIRED = {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}
+
+
+class Server:
+    """An MCP server for tests, demos and your own test suites.
+
+    Register tools with `tool` (synchronous, or task-capable: ``task="optional"`` or
+    ``"required"``), then serve it with `Client.direct(server)`, over stdio
+    (``python -m mcp_tasks.server module:server``) or over HTTP (`serve_http`).
+
+    `latency` delays named methods (``{"tasks/get": 2.0}``) to play a slow server; `on_request`
+    is called with each request's method and params before it is handled; ``listen=False`` plays a
+    server without a subscription source (``subscriptions/listen`` answers -32601).
+    """
+
+    def __init__(
+        self,
+        name: str = "mcp_tasks-reference",
+        version: str = __version__,
+        *,
+        tasks: bool = True,
+        listen: bool = True,
+        task_ttl: float | None = 3600.0,
+        poll_interval: float | None = 0.25,
+        max_jobs: int = 32,
+        max_tasks: int = 10_000,
+        max_runtime: float | None = None,
+        latency: Mapping[str, float] | None = None,
+        on_request: Callable[[str, dict[str, Any]], None] | None = None,
+        supported_versions: Iterable[str] = (PROTOCOL_VERSION,),
+    ) -> None:
+        self.name = name
+        self.version = version
+        self.tasks_enabled = tasks
+        self.listen_enabled = listen
+        self.latency = dict(latency or {})
+        self.on_request = on_request
+        self.supported_versions = list(supported_versions)
+        self.hub = Hub()
+        self.tasks = TaskRuntime(
+            ttl=task_ttl,
+            poll_interval=poll_interval,
+            max_jobs=max_jobs,
+            max_tasks=max_tasks,
+            max_runtime=max_runtime,
+            publish=self._publish_task,
+        )
+        self._tools: dict[str, Tool] = {}
+        self._lock = threading.Lock()
+        self._secret = secrets.token_bytes(32)
+        self._closed = threading.Event()
+
+    # -- tools --------------------------------------------------------------------------------
+
+    def tool(
+        self,
+        name: str | None = None,
+        *,
+        description: str | None = None,
+        input_schema: Mapping[str, Any] | None = None,
+        task: str = "forbidden",
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Register the decorated function as a tool. It is called as ``fn(ctx, **arguments)``;
+        without `input_schema` one is derived from its keyword parameters."""
+
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            self.add_tool(fn, name=name, description=description, input_schema=input_schema, task=task)
+            return fn
+
+        return register
+
+    def add_tool(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        input_schema: Mapping[str, Any] | None = None,
+        task: str = "forbidden",
+    ) -> Tool:
+        """Register `fn` as a tool (see `tool`); listeners hear ``tools/list_changed``."""
+        if task not in TASK_SUPPORT:
+            raise ValueError(f"task must be one of {', '.join(TASK_SUPPORT)}, got {task!r}")
+        tool = Tool(
+            name=name or fn.__name__,
+            fn=fn,
+            description=description if description is not None else _first_line(fn.__doc__),
+            input_schema=dict(input_schema) if input_schema is not None else schema_from_signature(fn),
+            task_support=task,  # type: ignore[arg-type]
+        )
+        with self._lock:
+            self._tools[tool.name] = tool
+        self.hub.publish_tools_changed()
+        return tool
+
+    def remove_tool(self, name: str) -> None:
+        """Unregister a tool; listeners hear ``tools/list_changed``."""
+        with self._lock:
+            self._tools.pop(name, None)
+        self.hub.publish_tools_changed()
+
+    @property
+    def tools(self) -> dict[str, Tool]:
+        """The registered tools by name."""
+        with self._lock:
+            return dict(self._tools)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def end_subscriptions(self) -> None:
+        """End every open listen stream gracefully: each gets its closing response."""
+        self.hub.end_all()
+
+    def close(self) -> None:
+        """End the listen streams and cancel running tasks."""
+        self._closed.set()
+        self.hub.end_all()
+        self.tasks.close()
+
+    # -- dispatch -----------------------------------------------------------------------------
+
+    def handle(self, message: object, exchange: Exchange) -> dict[str, Any] | None:
+        """Handle one decoded JSON-RPC message; the response for a request, else None."""
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            return _error_response(None, McpError(INVALID_REQUEST, "Invalid Request"))
+        method = message.get("method")
+        if "id" not in message:
+            if isinstance(method, str):
+                log.debug("notification %s", method)
+            return None
+        request_id = message["id"]
+        if not isinstance(request_id, (str, int)) or isinstance(request_id, bool):
+            return _error_response(None, McpError(INVALID_REQUEST, "Invalid Request: bad id"))
+        if not isinstance(method, str):
+            return _error_response(request_id, McpError(INVALID_REQUEST, "Invalid Request: no method"))
+        try:
+            result = self._dispatch(request_id, method, message.get("params"), exchange)
+        except McpError as exc:
+            return _error_response(request_id, exc)
+        except Exception:
+            log.exception("internal error handling %s", method)
+            return _error_response(request_id, McpError(INTERNAL_ERROR, "Internal error"))
+        if result is None:
+            return None
+        return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+    def _dispatch(
+        self, request_id: object, method: str, params: object, exchange: Exchange
+    ) -> dict[str, Any] | None:
+        if params is None:
+            params = {}
+        if not isinstance(params, dict):
+            raise McpError(INVALID_PARAMS, "params must be an object")
+        meta = self._check_envelope(params)
+        if self.on_request is not None:
+            self.on_request(method, params)
+        delay = self.latency.get(method)
+        if delay and exchange.cancelled.wait(delay):
+            return None
+        if method == "server/discover":
+            return self._discover()
+        if method == "tools/list":
+            return {"resultType": "complete", "tools": [t.definition() for t in self.tools.values()]}
+        if method == "tools/call":
+            return self._call_tool(params, exchange, meta)
+        if method == "subscriptions/listen" and self.listen_enabled:
+            return self._listen(request_id, params, exchange, meta)
+        if method in ("tasks/get", "tasks/update", "tasks/cancel") and self.tasks_enabled:
+            return self._task_method(method, params, exchange, meta)
+        raise McpError(METHOD_NOT_FOUND, f"Method not found: {method}")
+
+    def _check_envelope(self, params: dict[str, Any]) -> dict[str, Any]:
+        meta = params.get("_meta")
+        if not isinstance(meta, dict):
+            raise McpError(INVALID_PARAMS, "Missing required _meta fields: protocolVersion, clientCapabilities")
+        version = meta.get(META_PROTOCOL_VERSION)
+        if not isinstance(version, str):
+            raise McpError(INVALID_PARAMS, f"Missing required _meta field {META_PROTOCOL_VERSION}")
+        if not isinstance(meta.get(META_CLIENT_CAPABILITIES), dict):
+            raise McpError(INVALID_PARAMS, f"Missing required _meta field {META_CLIENT_CAPABILITIES}")
+        if version not in self.supported_versions:
+            raise McpError(
+                UNSUPPORTED_PROTOCOL_VERSION,
+                "Unsupported protocol version",
+                {"supported": list(self.supported_versions), "requested": version},
+            )
+        return meta
+
+    def _discover(self) -> dict[str, Any]:
+        capabilities: dict[str, Any] = {"tools": {"listChanged": self.listen_enabled}}
+        if self.tasks_enabled:
+            capabilities["extensions"] = {TASKS_EXTENSION: {}}
+        return {
+            "resultType": "complete",
+            "supportedVersions": list(self.supported_versions),
+            "capabilities": capabilities,
+            "_meta": {META_SERVER_INFO: {"name": self.name, "version": self.version}},
+        }
+
+    # -- tools/call ---------------------------------------------------------------------------
+
+    def _call_tool(self, params: dict[str, Any], exchange: Exchange, meta: dict[str, Any]) -> dict[str, Any]:
+        name = params.get("name")
+        tool = self.tools.get(name) if isinstance(name, str) else None
+        if tool is None:
+            raise McpError(INVALID_PARAMS, f"Unknown tool: {name}")
+        arguments = tool.check_arguments(params.get("arguments"))
+        declared = self.tasks_enabled and declares_extension(meta, TASKS_EXTENSION)
+        if tool.task_support == "required" and not declared:
+            raise McpError(
+                MISSING_REQUIRED_CAPABILITY,
+                f"Tool {tool.name} runs only as a task: declare the {TASKS_EXTENSION} extension",
+                _TASKS_REQUIRED,
+            )
+        if tool.task_support != "forbidden" and declared:
+            return self.tasks.create(tool, arguments, exchange.principal).creation()
+        answers = self._mrtr_answers(params)
+        context = ToolContext(cancelled=exchange.cancelled, answers=answers, principal=exchange.principal)
+        try:
+            value = tool.run(context, arguments)
+        except NeedInput as need:
+            _check_input_capabilities(need.requests, meta)
+            return {
+                "resultType": "input_required",
+                "inputRequests": need.requests,
+                "requestState": self._seal(answers),
+            }
+        except ToolError as exc:
+            return {"resultType": "complete", **error_result(str(exc))}
+        except Cancelled:
+            raise McpError(INTERNAL_ERROR, "The request was cancelled") from None
+        except McpError:
+            raise
+        except Exception:
+            log.exception("tool %s failed", tool.name)
+            raise McpError(INTERNAL_ERROR, "Internal error") from None
+        return {"resultType": "complete", **to_call_result(value)}
+
+    def _mrtr_answers(self, params: dict[str, Any]) -> dict[str, Any]:
+        answers = self._unseal(params.get("requestState"))
+        responses = params.get("inputResponses")
+        if responses is not None:
+            answers.update(_check_responses(responses))
+        return answers
+
+    def _seal(self, answers: dict[str, Any]) -> str:
+        payload = json.dumps(answers, separators=(",", ":"), sort_keys=True).encode()
+        mac = hmac.new(self._secret, payload, hashlib.sha256).digest()
+        return base64.urlsafe_b64encode(payload).decode() + "." + base64.urlsafe_b64encode(mac).decode()
+
+    def _unseal(self, state: object) -> dict[str, Any]:
+        if state is None:
+            return {}
+        try:
+            if not isinstance(state, str):
+                raise ValueError("not a string")
+            body, _, signature = state.partition(".")
+            payload = base64.urlsafe_b64decode(body.encode())
+            expected = hmac.new(self._secret, payload, hashlib.sha256).digest()
+            if not hmac.compare_digest(expected, base64.urlsafe_b64decode(signature.encode())):
+                raise ValueError("bad signature")
+            answers = json.loads(payload)
+            if not isinstance(answers, dict):
+                raise ValueError("not an object")
+        except (ValueError, binascii.Error):
+            raise McpError(INVALID_PARAMS, "Invalid requestState") from None
+        return answers
+
+    # -- tasks/* ------------------------------------------------------------------------------
+
+    def _task_method(
+        self, method: str, params: dict[str, Any], exchange: Exchange, meta: dict[str, Any]
+    ) -> dict[str, Any]:
+        if not declares_extension(meta, TASKS_EXTENSION):
+            raise McpError(
+                MISSING_REQUIRED_CAPABILITY,
+                f"{method} needs the {TASKS_EXTENSION} extension declared on the request",
+                _TASKS_REQUIRED,
+            )
+        record: TaskRecord = self.tasks.lookup(params.get("taskId"), exchange.principal)
+        if method == "tasks/get":
+            return {"resultType": "complete", **record.wire()}
+        if method == "tasks/update":
+            record.answer(_check_responses(params.get("inputResponses")))
+        else:
+            record.cancel()
+        return {"resultType": "complete"}
+
+    def _publish_task(self, record: TaskRecord, task: dict[str, Any]) -> None:
+        self.hub.publish_task(record.principal, task)
+
+    # -- subscriptions/listen ------------------------------------------------------------------
+
+    def _listen(
+        self, request_id: object, params: dict[str, Any], exchange: Exchange, meta: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        wanted = params.get("notifications")
+        if not isinstance(wanted, dict):
+            raise McpError(INVALID_PARAMS, "notifications must be an object")
+        accepted: dict[str, Any] = {}
+        if wanted.get("toolsListChanged") is True:
+            accepted["toolsListChanged"] = True
+        if "taskIds" in wanted:
+            if not (self.tasks_enabled and declares_extension(meta, TASKS_EXTENSION)):
+                raise McpError(
+                    MISSING_REQUIRED_CAPABILITY,
+                    f"taskIds needs the {TASKS_EXTENSION} extension declared on the request",
+                    _TASKS_REQUIRED,
+                )
+            ids = _check_listen_ids(wanted["taskIds"])
+            accepted["taskIds"] = [i for i in ids if self.tasks.visible(i, exchange.principal)]
+        listener = self.hub.open(request_id, accepted, exchange)
+        exchange.on_cancel(listener.ended.set)
+        if self._closed.is_set():
+            listener.ended.set()
+        try:
+            listener.ended.wait()
+        finally:
+            self.hub.close(listener)
+        if exchange.cancelled.is_set():
+            return None  # the client went away: nothing more is sent
+        return {"resultType": "complete", "_meta": {META_SUBSCRIPTION_ID: request_id}}
+
+
+def _error_response(request_id: object, error: McpError) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "error": error.to_wire()}
+
+
+def _first_line(text: str | None) -> str | None:
+    if not text:
+        return None
+    return text.strip().splitlines()[0]
+
+
+def _check_responses(responses: object) -> dict[str, Any]:
+    if not isinstance(responses, dict):
+        raise McpError(INVALID_PARAMS, "inputResponses must be an object")
+    for key, value in responses.items():
+        if not key:
+            raise McpError(INVALID_PARAMS, "inputResponses keys must be non-empty")
+        if not isinstance(value, dict):
+            raise McpError(INVALID_PARAMS, f"inputResponses[{key!r}] must be an object")
+    return responses
+
+
+def _check_listen_ids(ids: object) -> list[str]:
+    if not isinstance(ids, list) or not all(isinstance(i, str) and i for i in ids):
+        raise McpError(INVALID_PARAMS, "taskIds must be a list of non-empty strings")
+    if len(ids) > MAX_LISTEN_TASK_IDS:
+        raise McpError(INVALID_PARAMS, f"taskIds must contain at most {MAX_LISTEN_TASK_IDS} entries")
+    if any(len(i.encode()) > MAX_TASK_ID_BYTES for i in ids):
+        raise McpError(INVALID_PARAMS, f"taskIds entries must be at most {MAX_TASK_ID_BYTES} bytes")
+    for task_id in ids:
+        check_task_id(task_id)
+    return list(dict.fromkeys(ids))
+
+
+_CAPABILITY_OF_KIND = {
+    "form": ("elicitation", "form"),
+    "url": ("elicitation", "url"),
+    "sampling": ("sampling", None),
+    "roots": ("roots", None),
+}
+
+
+def _check_input_capabilities(requests: dict[str, Any], meta: dict[str, Any]) -> None:
+    """A server must not send input requests of a kind the client did not declare."""
+    caps = meta.get(META_CLIENT_CAPABILITIES) or {}
+    missing: dict[str, Any] = {}
+    for request in requests.values():
+        kind = kind_of(request)
+        if kind is None:
+            continue
+        top, mode = _CAPABILITY_OF_KIND[kind]
+        declared = caps.get(top)
+        if not isinstance(declared, dict):
+            missing.setdefault(top, {} if mode is None else {mode: {}})
+        elif mode == "url" and "url" not in declared:
+            missing.setdefault(top, {})["url"] = {}
+        elif mode == "form" and declared and "form" not in declared:
+            missing.setdefault(top, {})["form"] = {}
+    if missing:
+        raise McpError(
+            MISSING_REQUIRED_CAPABILITY,
+            "Missing required client capability",
+            {"requiredCapabilities": missing},
+        )
