@@ -11,6 +11,7 @@ your own test suites. It serves direct (`mcp_tasks.Client.direct(server)`), stdi
 """
 
 from mcp_tasks.server._exchange import Exchange
+from mcp_tasks.server._http import HttpServer, McpWsgiApp, serve_http
 from mcp_tasks.server._server import Server
 from mcp_tasks.server._stdio import serve_stdio
 from mcp_tasks.server._tools import Cancelled, Tool, ToolContext, ToolError, ToolResult
@@ -18,10 +19,13 @@ from mcp_tasks.server._tools import Cancelled, Tool, ToolContext, ToolError, Too
 __all__ = [
     "Cancelled",
     "Exchange",
+    "HttpServer",
+    "McpWsgiApp",
     "Server",
     "Tool",
     "ToolContext",
     "ToolError",
     "ToolResult",
+    "serve_http",
     "serve_stdio",
 ]

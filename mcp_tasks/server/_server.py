@@ -269,9 +269,15 @@ class Server:
                 _TASKS_REQUIRED,
             )
         if tool.task_support != "forbidden" and declared:
-            return self.tasks.create(tool, arguments, exchange.principal).creation()
+            return self.tasks.create(tool, arguments, exchange.principal, meta).creation()
         answers = self._mrtr_answers(params)
-        context = ToolContext(cancelled=exchange.cancelled, answers=answers, principal=exchange.principal)
+        context = ToolContext(
+            cancelled=exchange.cancelled,
+            answers=answers,
+            principal=exchange.principal,
+            notify=exchange.notify,
+            meta=meta,
+        )
         try:
             value = tool.run(context, arguments)
         except NeedInput as need:

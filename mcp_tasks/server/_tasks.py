@@ -223,7 +223,9 @@ class TaskRuntime:
         if self._publish is not None:
             self._publish(record, task)
 
-    def create(self, tool: Tool, arguments: dict[str, Any], principal: str | None) -> TaskRecord:
+    def create(
+        self, tool: Tool, arguments: dict[str, Any], principal: str | None, meta: dict[str, Any] | None = None
+    ) -> TaskRecord:
         """Store a new task and start its tool; refused with a retryable error at capacity."""
         with self._lock:
             if self._closed:
@@ -235,7 +237,7 @@ class TaskRuntime:
                 raise _capacity("max_tasks")
             record = TaskRecord(self, secrets.token_urlsafe(24), principal, tool.name, self.ttl_ms, self.poll_ms)
             self._tasks[record.task_id] = record
-            context = ToolContext(cancelled=record.cancel_event, task=record, principal=principal)
+            context = ToolContext(cancelled=record.cancel_event, task=record, principal=principal, meta=meta)
             self._workers[record] = start_thread(
                 f"server-task-{next(self._numbers)}", lambda: self._run(record, tool, context, arguments)
             )

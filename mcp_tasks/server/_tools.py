@@ -85,7 +85,8 @@ def error_result(message: str) -> dict[str, Any]:
 class ToolContext:
     """What a tool body gets as its first argument: input, status messages, cancellation.
 
-    The same body runs synchronously or as a task. `ask` returns the client's answer: in a task it
+    The same body runs synchronously or as a task. `meta` is the ``_meta`` of the request that
+    started it; `principal` who sent that request. `ask` returns the client's answer: in a task it
     blocks until ``tasks/update`` brings it; in a synchronous call the server answers
     ``input_required`` and runs the body again when the client re-sends the call with answers.
     """
@@ -97,10 +98,14 @@ class ToolContext:
         answers: Mapping[str, Any] | None = None,
         task: Any = None,
         principal: str | None = None,
+        notify: Callable[[dict[str, Any]], None] | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> None:
         self._cancelled = cancelled
+        self.meta: dict[str, Any] = dict(meta or {})
         self._answers = dict(answers or {})
         self._task = task
+        self._notify = notify
         self.principal = principal
 
     @property
@@ -124,9 +129,12 @@ class ToolContext:
             raise Cancelled()
 
     def report(self, message: str | None) -> None:
-        """Set the task's status message (a no-op for a synchronous call)."""
+        """Set the task's status message; in a synchronous call, send it as a request-scoped
+        ``notifications/message`` (which travels only where the response's stream can carry it)."""
         if self._task is not None:
             self._task.set_message(message)
+        elif self._notify is not None and message is not None:
+            self._notify({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": message}})
 
     def ask(self, key: str, request: Mapping[str, Any]) -> Any:
         """Ask the client for one input; `request` is ``{"method": ..., "params": ...}``."""
