@@ -1,8 +1,8 @@
 """Bootstrap for a fresh clone that has only Python 3: makes .venv, installs, and runs.
 
-    python3 .ci/dev.py demo            the demo: a task end to end on the embedded reference server
-    python3 .ci/dev.py test [ARGS]     the whole test suite (ARGS go to pytest)
-    python3 .ci/dev.py lint            ruff and mypy --strict
+python3 .ci/dev.py demo            the demo: a task end to end on the embedded reference server
+python3 .ci/dev.py test [ARGS]     the whole test suite (ARGS go to pytest)
+python3 .ci/dev.py lint            ruff and mypy --strict
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 
 
 def run(*argv: str | os.PathLike[str], **kwargs: object) -> None:
+    """Run a command in the project root, echoing it; a failure raises."""
     print("+", " ".join(str(a) for a in argv), flush=True)
     subprocess.run([str(a) for a in argv], check=True, cwd=ROOT, **kwargs)  # type: ignore[call-overload]
 
@@ -40,6 +41,7 @@ def ensure_venv() -> Path:
 
 
 def main(argv: list[str]) -> int:
+    """Dispatch a command; returns the exit code."""
     command = argv[0] if argv else "test"
     rest = argv[1:]
     python = ensure_venv()

@@ -24,9 +24,9 @@ from mcp_tasks._errors import (
     RequestTimeout,
     TransportError,
 )
-from mcp_tasks._version import __version__
 from mcp_tasks._input import InputHandlers, check_response, kind_of, request_params
 from mcp_tasks._subscription import Subscription, check_buffer_options
+from mcp_tasks._version import __version__
 from mcp_tasks._wire import (
     EXTENSION_RESULT_TYPES,
     META_CLIENT_CAPABILITIES,
@@ -125,7 +125,8 @@ class Client:
     @classmethod
     def direct(cls, server: ServesMessages, *, principal: str | None = None, **opts: Any) -> Client:
         """A client of a server object in this process (the reference server, or any object with
-        ``handle(message, exchange)``). `principal` names the caller to the server."""
+        ``handle(message, exchange)``). `principal` names the caller to the server.
+        """
         from mcp_tasks.transports.direct import DirectTransport
 
         return cls(DirectTransport(server, principal=principal), **opts)
@@ -142,7 +143,8 @@ class Client:
         **opts: Any,
     ) -> Client:
         """A client of a server subprocess over stdio. Its stderr is logged at debug (logger
-        ``mcp_tasks.server_stderr``) unless `stderr` names a file to write it to."""
+        ``mcp_tasks.server_stderr``) unless `stderr` names a file to write it to.
+        """
         from mcp_tasks.transports.stdio import StdioTransport
 
         return cls(StdioTransport(command, args, env=env, cwd=cwd, stderr=stderr), **opts)
@@ -150,7 +152,8 @@ class Client:
     @classmethod
     def connect(cls, target: Any, **opts: Any) -> Client:
         """A client for `target`: ``("stdio", command, args)``, ``("http", url)``, an http(s) URL
-        string, or a server object (direct)."""
+        string, or a server object (direct).
+        """
         if isinstance(target, str):
             if target.startswith(("http://", "https://")):
                 return cls.http(target, **opts)
@@ -296,7 +299,8 @@ class Client:
     ) -> Subscription:
         """Open a ``subscriptions/listen`` stream with this filter; returns once the server has
         acknowledged it (bounded by `timeout`), as a `Subscription` whose `accepted` is the filter
-        the server agreed to."""
+        the server agreed to.
+        """
         if not isinstance(notifications, Mapping):
             raise TypeError(f"notifications must be a dict, got {type(notifications).__name__}")
         if meta is not None and not isinstance(meta, Mapping):

@@ -8,7 +8,7 @@ import threading
 import time
 from typing import Final, TypeVar
 
-__all__ = ["SLICE", "Deadline", "check_timeout", "get_sliced", "wait_sliced"]
+__all__ = ["SLICE", "Deadline", "check_duration", "check_timeout", "get_sliced", "wait_sliced"]
 
 SLICE: Final = 0.25
 """The longest single block: a wait re-checks (and lets signals in) at least this often."""
@@ -42,12 +42,17 @@ class Deadline:
         return left if limit is None else min(left, limit)
 
 
-def check_timeout(name: str, value: object, *, allow_none: bool = True) -> float | None:
-    """Validate a duration in seconds: a positive finite number (or None when allowed)."""
-    if value is None and allow_none:
+def check_timeout(name: str, value: object) -> float | None:
+    """Validate a timeout in seconds: a positive finite number, or None for no limit."""
+    if value is None:
         return None
+    return check_duration(name, value)
+
+
+def check_duration(name: str, value: object) -> float:
+    """Validate a duration in seconds: a positive finite number."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number of seconds{' or None' if allow_none else ''}, got {value!r}")
+        raise TypeError(f"{name} must be a number of seconds, got {value!r}")
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
     return float(value)

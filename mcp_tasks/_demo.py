@@ -87,7 +87,9 @@ def run_demo(transport: str = "direct", out: TextIO | None = None) -> dict[str, 
             if not isinstance(called, Status):
                 say("   The tool ran synchronously; its result came back at once.")
                 return called
-            say(f"   The server answered with a task, not a result: task {short_id(called.task_id)} is {called.status}.")
+            say(
+                f"   The server answered with a task, not a result: task {short_id(called.task_id)} is {called.status}."
+            )
             say(f"4. Waiting for it in this thread (polling tasks/get every {POLL_SECONDS} s):")
 
             def show(status: Status) -> None:

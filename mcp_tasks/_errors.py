@@ -138,9 +138,7 @@ class RequestTimeout(McpError, TimeoutError):
     """A request got no answer within its timeout (-32001, kind transport, data ``timeoutMs``)."""
 
     def __init__(self, timeout: float, message: str = "Request timed out") -> None:
-        super().__init__(
-            REQUEST_TIMEOUT, message, {"timeoutMs": _millis(timeout)}, "transport", "timeout"
-        )
+        super().__init__(REQUEST_TIMEOUT, message, {"timeoutMs": _millis(timeout)}, "transport", "timeout")
 
 
 class TaskFailed(McpError):
@@ -210,4 +208,4 @@ class InputError(Exception):
 
 
 def _millis(seconds: float) -> int:
-    return int(round(seconds * 1000))
+    return round(seconds * 1000)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import urllib.parse
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import attrs
 
@@ -216,7 +216,8 @@ def _valid_roots(response: dict[str, Any]) -> bool:
 
 class InputStrategy(Protocol):
     """How a wait answers input: return the responses to send (keyed as the requests are), an
-    empty dict to send nothing yet, or None to stop the wait with the input_required status."""
+    empty dict to send nothing yet, or None to stop the wait with the input_required status.
+    """
 
     def answer(self, client: Any, status: Status, pending: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
         """Answer the `pending` requests of `status` (the requests not answered in this wait)."""
@@ -235,7 +236,8 @@ def input_failure(key: str | None, reason: Any, status: Status) -> McpError:
 class HandlersStrategy:
     """Answer with the client's input handlers, all or nothing: when any pending request has no
     handler for its kind, none runs and the wait returns the input_required status. Handlers run
-    in sorted key order; each response is checked before it is sent."""
+    in sorted key order; each response is checked before it is sent.
+    """
 
     def __init__(self, handlers: InputHandlers | None = None) -> None:
         self._handlers = handlers
@@ -282,7 +284,8 @@ class ReturnStrategy:
 
 class FunctionStrategy:
     """Answer with a function of the status, its input_requests cut to the pending ones. Its
-    responses are sent as they are (not checked)."""
+    responses are sent as they are (not checked).
+    """
 
     def __init__(self, function: Callable[[Status], dict[str, Any] | None]) -> None:
         self._function = function
@@ -301,7 +304,8 @@ class FunctionStrategy:
 
 def resolve_strategy(value: object) -> InputStrategy:
     """The strategy for a wait's ``input=`` option: "handlers", "return", a function, or an
-    object with ``answer(client, status, pending)``."""
+    object with ``answer(client, status, pending)``.
+    """
     if value == "handlers":
         return HandlersStrategy()
     if value == "return":
@@ -309,7 +313,7 @@ def resolve_strategy(value: object) -> InputStrategy:
     if isinstance(value, str):
         raise ValueError(f"input must be 'handlers', 'return', a function or a strategy object, got {value!r}")
     if callable(getattr(value, "answer", None)):
-        return value  # type: ignore[return-value]
+        return cast(InputStrategy, value)
     if callable(value):
-        return FunctionStrategy(value)  # type: ignore[arg-type]
+        return FunctionStrategy(value)
     raise TypeError(f"input must be 'handlers', 'return', a function or a strategy object, got {value!r}")

@@ -1,6 +1,7 @@
 """A task's status as the client reads it: from a creation result, ``tasks/get``, or a
 ``notifications/tasks`` event. Decoded by one cattrs converter, built once, with strict hooks:
-cattrs would otherwise turn ``"3"`` into 3 and ``"false"`` into True and hide a broken server."""
+cattrs would otherwise turn ``"3"`` into 3 and ``"false"`` into True and hide a broken server.
+"""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ Era = Literal["modern", "legacy"]
 
 class TaskState(str, enum.Enum):
     """A task's status. `UNKNOWN` stands for a value this client does not know (kept in
-    ``Status.raw``); it is not terminal, and a wait treats it like `WORKING`."""
+    ``Status.raw``); it is not terminal, and a wait treats it like `WORKING`.
+    """
 
     WORKING = "working"
     INPUT_REQUIRED = "input_required"
@@ -115,7 +117,8 @@ class Status:
     @property
     def detailed(self) -> bool:
         """True when the status carries the payload it implies: input_requests for
-        input_required, result for completed, error for failed. A creation result may not."""
+        input_required, result for completed, error for failed. A creation result may not.
+        """
         if self.status is TaskState.INPUT_REQUIRED:
             return bool(self.input_requests)
         if self.status is TaskState.COMPLETED:
@@ -172,6 +175,7 @@ def _check_payload(name: str, value: object) -> Any:
 
 
 # -- the converter: built once at import --------------------------------------------------------
+
 
 def _strict(kind: type) -> Any:
     def hook(value: Any, _type: Any) -> Any:

@@ -122,7 +122,8 @@ class Subscription:
 
     def close(self) -> None:
         """End the stream (stdio sends notifications/cancelled, HTTP closes the response, direct
-        tells the server) and join the worker. Idempotent; bounded at 5 s."""
+        tells the server) and join the worker. Idempotent; bounded at 5 s.
+        """
         with self._close_lock:
             if self._stop.is_set():
                 return

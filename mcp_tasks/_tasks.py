@@ -1,6 +1,7 @@
 """The Tasks extension's client helpers: negotiation, calling a tool that may become a task, and
 the task methods. Each takes the client first and declares the extension on the requests it sends
-(through ``meta``), leaving the client itself unchanged."""
+(through ``meta``), leaving the client itself unchanged.
+"""
 
 from __future__ import annotations
 
@@ -23,8 +24,8 @@ if TYPE_CHECKING:
     from mcp_tasks._client import Client
 
 __all__ = [
-    "cancel_task",
     "call_tool",
+    "cancel_task",
     "capabilities",
     "declaration",
     "get_task",
@@ -52,7 +53,8 @@ def capabilities(caps: Mapping[str, Any] | None = None) -> dict[str, Any]:
 
 def declaration(client: Client, meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The ``meta`` that declares the extension on one request: the client's capabilities plus
-    Tasks, under the caller's own `meta` (which wins)."""
+    Tasks, under the caller's own `meta` (which wins).
+    """
     if meta is not None and not isinstance(meta, Mapping):
         raise TypeError(f"meta must be a dict or None, got {type(meta).__name__}")
     return merge_meta({META_CLIENT_CAPABILITIES: capabilities(client.client_capabilities)}, meta)
@@ -103,7 +105,8 @@ def call_tool(
     meta: Mapping[str, Any] | None = None,
 ) -> Status | dict[str, Any]:
     """Call a tool with the extension declared: a `Status` when the server made it a task, the
-    CallToolResult dict when the tool ran synchronously."""
+    CallToolResult dict when the tool ran synchronously.
+    """
     result = client.call_tool(name, arguments, timeout=timeout, meta=declaration(client, meta))
     if result.get("resultType") == "task":
         return decode_task(result)
@@ -134,7 +137,8 @@ def update_task(
     meta: Mapping[str, Any] | None = None,
 ) -> None:
     """Answer a task's input requests with ``tasks/update`` (responses keyed as the requests are;
-    the server ignores keys it is not waiting for)."""
+    the server ignores keys it is not waiting for).
+    """
     task_id = task_id_of(task)
     if not isinstance(responses, Mapping):
         raise TypeError(f"responses must be a dict, got {type(responses).__name__}")

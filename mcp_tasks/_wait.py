@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from mcp_tasks._clock import SLICE, Deadline, check_timeout
+from mcp_tasks._clock import SLICE, Deadline, check_duration, check_timeout
 from mcp_tasks._errors import INVALID_PARAMS, REQUEST_TIMEOUT, McpError, TaskTimeout
 from mcp_tasks._input import InputStrategy, input_failure, resolve_strategy
 from mcp_tasks._redact import short_id
@@ -51,8 +51,8 @@ class _Options:
         on_status: OnStatus | None = None,
     ) -> None:
         self.timeout = check_timeout("timeout", timeout)
-        self.poll_interval = check_timeout("poll_interval", poll_interval, allow_none=False)
-        self.min_poll_interval = check_timeout("min_poll_interval", min_poll_interval, allow_none=False)
+        self.poll_interval = check_duration("poll_interval", poll_interval)
+        self.min_poll_interval = check_duration("min_poll_interval", min_poll_interval)
         self.request_timeout = check_timeout("request_timeout", request_timeout)
         if not isinstance(listen, bool):
             raise TypeError(f"listen must be True or False, got {listen!r}")
@@ -207,7 +207,8 @@ class _Wait:
     # -- requests bounded by the deadline -----------------------------------------------------
 
     def _get(self) -> Status:
-        return self._bounded(lambda limit: get_task(self.client, self.task_id, timeout=limit))
+        status: Status = self._bounded(lambda limit: get_task(self.client, self.task_id, timeout=limit))
+        return status
 
     def _bounded(self, send: Callable[[float | None], Any]) -> Any:
         left = self.deadline.remaining()
@@ -294,4 +295,3 @@ def call_and_await(
     if isinstance(called, Status):
         return await_task(client, called, **wait_opts)
     return called
-

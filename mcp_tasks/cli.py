@@ -71,7 +71,9 @@ def _status_line(status: Status) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
-    parser = argparse.ArgumentParser(prog="mcp-tasks", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="mcp-tasks", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="run a task end to end on the embedded reference server")
     demo.add_argument("--transport", choices=("direct", "stdio", "http"), default="direct")

@@ -1,5 +1,6 @@
 """One request as the server sees it: who sent it, where its notifications go, whether it was
-cancelled. Each serving transport (direct, stdio, HTTP) makes one per request."""
+cancelled. Each serving transport (direct, stdio, HTTP) makes one per request.
+"""
 
 from __future__ import annotations
 

@@ -97,7 +97,9 @@ class McpWsgiApp:
             return _plain(start_response, "415 Unsupported Media Type", b"Content-Type must be application/json")
         accept = environ.get("HTTP_ACCEPT", "")
         if "application/json" not in accept or "text/event-stream" not in accept:
-            return _plain(start_response, "406 Not Acceptable", b"Accept must list application/json and text/event-stream")
+            return _plain(
+                start_response, "406 Not Acceptable", b"Accept must list application/json and text/event-stream"
+            )
         try:
             length = int(environ.get("CONTENT_LENGTH") or 0)
         except ValueError:
@@ -123,13 +125,19 @@ class McpWsgiApp:
             return [b""]
         if message.get("method") == "subscriptions/listen" or self.sse_responses:
             return self._stream(message, principal, start_response)
-        response = self.server.handle(message, Exchange(principal=principal))
+        exchange = Exchange(principal=principal)
+        with self._lock:
+            self._exchanges.add(exchange)
+        try:
+            response = self.server.handle(message, exchange)
+        finally:
+            self._forget(exchange)
         if response is None:
             return _plain(start_response, "500 Internal Server Error", b"no response")
         return _json(start_response, _response_status(response), response)
 
     def close(self) -> None:
-        """Cancel every open stream and join the threads that serve them."""
+        """Cancel every request still running (open streams too) and join the stream threads."""
         with self._lock:
             exchanges = list(self._exchanges)
             workers = list(self._workers)
@@ -296,7 +304,9 @@ class _Handler(BaseHTTPRequestHandler):
                 environ[key] = value
         started: list[Any] = []
 
-        def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Callable[[bytes], None]:
+        def start_response(
+            status: str, headers: list[tuple[str, str]], exc_info: Any = None
+        ) -> Callable[[bytes], None]:
             started[:] = [status, headers]
             return lambda data: None
 
@@ -333,6 +343,7 @@ class _Handler(BaseHTTPRequestHandler):
 class _ThreadedServer(HTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 128
 
     def __init__(self, address: tuple[str, int], app: Callable[..., Iterable[bytes]]) -> None:
         super().__init__(address, _Handler)

@@ -1,5 +1,6 @@
 """The reference server: a tool registry and the dispatch of every 2026-07-28 request, with the
-Tasks extension. Transports hand it decoded messages (`handle`) and carry back what it returns."""
+Tasks extension. Transports hand it decoded messages (`handle`) and carry back what it returns.
+"""
 
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ __all__ = ["Server"]
 log = logging.getLogger("mcp_tasks.server")
 
 MAX_LISTEN_TASK_IDS = 100
-_TASKS_REQUIRED = {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}
+_TASKS_REQUIRED: dict[str, Any] = {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}
 
 
 class Server:
@@ -117,7 +118,8 @@ class Server:
         task: str = "forbidden",
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Register the decorated function as a tool. It is called as ``fn(ctx, **arguments)``;
-        without `input_schema` one is derived from its keyword parameters."""
+        without `input_schema` one is derived from its keyword parameters.
+        """
 
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
             self.add_tool(fn, name=name, description=description, input_schema=input_schema, task=task)
@@ -200,9 +202,7 @@ class Server:
             return None
         return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
-    def _dispatch(
-        self, request_id: object, method: str, params: object, exchange: Exchange
-    ) -> dict[str, Any] | None:
+    def _dispatch(self, request_id: object, method: str, params: object, exchange: Exchange) -> dict[str, Any] | None:
         if params is None:
             params = {}
         if not isinstance(params, dict):

@@ -6,6 +6,7 @@ stdin every request still running is cancelled and the server closed.
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 import threading
@@ -64,7 +65,9 @@ def serve_stdio(server: Server, stdin: IO[bytes] | None = None, stdout: IO[bytes
             exchange = Exchange(send)
             with lock:
                 inflight[message["id"]] = exchange
-                workers.append(start_thread(f"server-request-{message['id']}", lambda m=message, e=exchange: run(m, e)))
+                workers.append(
+                    start_thread(f"server-request-{message['id']}", functools.partial(run, message, exchange))
+                )
         elif isinstance(message, dict) and message.get("method") == "notifications/cancelled":
             params = message.get("params")
             key = params.get("requestId") if isinstance(params, dict) else None

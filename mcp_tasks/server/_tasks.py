@@ -1,5 +1,6 @@
 """The reference server's task runtime: records, the worker threads that run task tools, input
-that parks a task until ``tasks/update`` answers it, cancellation, TTL expiry and capacity limits."""
+that parks a task until ``tasks/update`` answers it, cancellation, TTL expiry and capacity limits.
+"""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def _now() -> str:
 
 
 def _millis(seconds: float | None) -> int | None:
-    return None if seconds is None else max(int(round(seconds * 1000)), 1)
+    return None if seconds is None else max(round(seconds * 1000), 1)
 
 
 class TaskRecord:
@@ -192,7 +193,8 @@ class TaskRecord:
 
 class TaskRuntime:
     """Creates tasks, runs their tools in a bounded set of worker threads, and keeps them until
-    their TTL runs out. Ids are unguessable; a task is visible only to the principal that made it."""
+    their TTL runs out. Ids are unguessable; a task is visible only to the principal that made it.
+    """
 
     def __init__(
         self,
@@ -245,10 +247,10 @@ class TaskRuntime:
 
     def lookup(self, task_id: object, principal: str | None) -> TaskRecord:
         """The task with this id, if it exists, has not expired, and belongs to `principal`."""
-        check_task_id(task_id)
+        key = check_task_id(task_id)
         with self._lock:
             self._reap_locked()
-            record = self._tasks.get(task_id)  # type: ignore[arg-type]
+            record = self._tasks.get(key)
         if record is None or record.principal != principal or record.expired():
             raise McpError(INVALID_PARAMS, UNKNOWN_TASK)
         return record
@@ -288,8 +290,8 @@ class TaskRuntime:
                 result = to_call_result(value)
                 dumps(result)
             except (TypeError, ValueError):
-                error = {"code": INTERNAL_ERROR, "message": "Task worker returned a non-JSON result"}
-                record.finish("failed", error=error, message=error["message"])
+                message = "Task worker returned a non-JSON result"
+                record.finish("failed", error={"code": INTERNAL_ERROR, "message": message}, message=message)
             else:
                 record.finish("completed", result=result)
         finally:
@@ -308,11 +310,7 @@ class TaskRuntime:
             if record.expired(now):
                 del self._tasks[task_id]
                 record.cancel_event.set()
-            elif (
-                self.max_runtime is not None
-                and not record.terminal
-                and now - record.born > self.max_runtime
-            ):
+            elif self.max_runtime is not None and not record.terminal and now - record.born > self.max_runtime:
                 record.cancel_event.set()
                 error = {"code": INTERNAL_ERROR, "message": "Task exceeded its maximum runtime"}
                 record.finish("failed", error=error, message="Task exceeded its maximum runtime")

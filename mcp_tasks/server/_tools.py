@@ -1,5 +1,6 @@
 """Tools as the reference server runs them: the definition, the context a tool body gets, and the
-conversion of what it returns into a CallToolResult."""
+conversion of what it returns into a CallToolResult.
+"""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ TASK_SUPPORT = ("forbidden", "optional", "required")
 
 class ToolError(Exception):
     """Raised by a tool body to report its own failure: the call returns a result with
-    ``isError: true`` (a task still completes), not a protocol error."""
+    ``isError: true`` (a task still completes), not a protocol error.
+    """
 
 
 class Cancelled(Exception):
@@ -64,7 +66,8 @@ class ToolResult:
 
 def to_call_result(value: object) -> dict[str, Any]:
     """What a tool body returned, as a CallToolResult: a string is text content, a dict is
-    structured content (with its JSON as text), a `ToolResult` is taken as it is."""
+    structured content (with its JSON as text), a `ToolResult` is taken as it is.
+    """
     if isinstance(value, ToolResult):
         return value.to_wire()
     if value is None:
@@ -130,11 +133,14 @@ class ToolContext:
 
     def report(self, message: str | None) -> None:
         """Set the task's status message; in a synchronous call, send it as a request-scoped
-        ``notifications/message`` (which travels only where the response's stream can carry it)."""
+        ``notifications/message`` (which travels only where the response's stream can carry it).
+        """
         if self._task is not None:
             self._task.set_message(message)
         elif self._notify is not None and message is not None:
-            self._notify({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": message}})
+            self._notify(
+                {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": message}}
+            )
 
     def ask(self, key: str, request: Mapping[str, Any]) -> Any:
         """Ask the client for one input; `request` is ``{"method": ..., "params": ...}``."""

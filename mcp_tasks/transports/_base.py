@@ -1,5 +1,6 @@
 """What the client needs from a transport: send a request and get its response, send a
-notification, open a listen stream. Transports know nothing of tasks."""
+notification, open a listen stream. Transports know nothing of tasks.
+"""
 
 from __future__ import annotations
 

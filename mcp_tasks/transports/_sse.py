@@ -71,12 +71,10 @@ class SseDecoder:
             if ch == "\n" or ch == "\r":
                 lines.append(buffer + text[start:i])
                 buffer = ""
-                if ch == "\r":
-                    if i + 1 < len(text):
-                        if text[i + 1] == "\n":
-                            i += 1
-                    else:
-                        self._skip_lf = True
+                if ch == "\r" and i + 1 < len(text) and text[i + 1] == "\n":
+                    i += 1
+                elif ch == "\r" and i + 1 == len(text):
+                    self._skip_lf = True
                 start = i + 1
             i += 1
         self._pending = buffer + text[start:]
@@ -95,12 +93,10 @@ class SseDecoder:
             self._data.append(value)
         elif name == "event":
             self._event = value
-        elif name == "id":
-            if "\x00" not in value:
-                self._last_id = value
-        elif name == "retry":
-            if value.isascii() and value.isdigit():
-                self._retry = int(value)
+        elif name == "id" and "\x00" not in value:
+            self._last_id = value
+        elif name == "retry" and value.isascii() and value.isdigit():
+            self._retry = int(value)
         return None
 
     def _dispatch(self) -> SseEvent | None:

@@ -85,7 +85,9 @@ class HttpTransport(Transport):
         self._base_headers["Accept"] = "application/json, text/event-stream"
         self._auth = _auth(auth) if auth is not None else _auth(session.auth) if session.auth else None
         settings = session.merge_environment_settings(self.url, dict(proxies or {}), True, verify, cert)
-        self._send_opts = {"verify": settings["verify"], "cert": settings["cert"], "proxies": settings["proxies"]}
+        self._verify: Any = settings["verify"]
+        self._cert: Any = settings["cert"]
+        self._proxies: Any = settings["proxies"]
         self._adapter = session.get_adapter(self.url)
         self._cookie_lock = threading.Lock()
         self._streams: set[HttpStream] = set()
@@ -189,12 +191,15 @@ class HttpTransport(Transport):
         if self._auth is not None:
             prepared.prepare_auth(self._auth)
         try:
-            response = self._adapter.send(prepared, stream=True, timeout=(timeout, timeout), **self._send_opts)
+            limits: Any = (timeout, timeout)
+            response = self._adapter.send(
+                prepared, stream=True, timeout=limits, verify=self._verify, cert=self._cert, proxies=self._proxies
+            )
         except requests.RequestException as exc:
             raise _failure(exc, timeout) from exc
         if response.cookies:
             with self._cookie_lock:
-                extract_cookies_to_jar(self._session.cookies, prepared, response.raw)
+                extract_cookies_to_jar(self._session.cookies, prepared, response.raw)  # type: ignore[no-untyped-call]
         return response
 
     def _answer_from_stream(
@@ -236,7 +241,7 @@ class HttpStream(Stream):
             self._set_timeout(timeout)
             try:
                 chunk = _read_chunk(self._response)
-            except (TimeoutError, socket.timeout) as exc:
+            except TimeoutError as exc:
                 self._ended = True
                 raise TimeoutError("no message within the timeout") from exc
             except (requests.RequestException, OSError, ValueError) as exc:
@@ -367,7 +372,8 @@ def _read_chunk(response: requests.Response) -> bytes:
     if read1 is not None:
         data: bytes = read1(_READ_SIZE)
         return data
-    data = raw._fp.read1(_READ_SIZE)
+    fallback: Any = raw._fp
+    data = fallback.read1(_READ_SIZE)
     return data
 
 

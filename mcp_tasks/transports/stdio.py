@@ -290,4 +290,3 @@ class StdioTransport(Transport):
 
 def _hashable(value: object) -> bool:
     return isinstance(value, (str, int, float, bool)) or value is None
-

@@ -1,0 +1,114 @@
+"""Shared fixtures: the reference server over direct, stdio and HTTP, and the thread check."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import mcp_tasks as mt
+from mcp_tasks.server import HttpServer, Server, serve_http
+from tests.fixtures.servers import make_server
+
+ROOT = Path(__file__).resolve().parent.parent
+TRANSPORTS = ("direct", "stdio", "http")
+STDIO_SERVER = ["-m", "mcp_tasks.server", "tests.fixtures.servers:from_env"]
+
+
+def stdio_env(**server_options: Any) -> dict[str, str]:
+    """The environment for a stdio test server with these options."""
+    env = dict(os.environ)
+    env["MCP_TASKS_TEST_SERVER"] = json.dumps(server_options)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def mcp_threads() -> list[str]:
+    """The names of this library's threads that are alive."""
+    return sorted(t.name for t in threading.enumerate() if t.name.startswith("mcp_tasks-"))
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_threads() -> Iterator[None]:
+    """Every test ends with no mcp_tasks- thread alive (closing joins them, so no waiting)."""
+    yield
+    assert mcp_threads() == []
+
+
+def eventually(check: Callable[[], Any], timeout: float = 10.0, message: str = "condition") -> Any:
+    """Re-check a condition until it holds (for state in another process); fails after `timeout`."""
+    end = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > end:
+            raise AssertionError(f"{message} did not hold within {timeout}s")
+        time.sleep(0.01)
+
+
+class Harness:
+    """Starts the test server on one transport and makes clients of it; closes all at the end."""
+
+    def __init__(self, transport: str) -> None:
+        self.transport = transport
+        self.server: Server | None = None
+        self._http: list[HttpServer] = []
+        self._servers: list[Server] = []
+        self._clients: list[mt.Client] = []
+
+    def client(self, server: dict[str, Any] | None = None, **client_opts: Any) -> mt.Client:
+        """A client of a new test server made with the `server` options."""
+        options = dict(server or {})
+        if self.transport == "stdio":
+            client = mt.Client.stdio(sys.executable, STDIO_SERVER, env=stdio_env(**options), cwd=ROOT, **client_opts)
+        else:
+            self.server = make_server(**options)
+            self._servers.append(self.server)
+            if self.transport == "direct":
+                client = mt.Client.direct(self.server, **client_opts)
+            else:
+                http = serve_http(self.server)
+                self._http.append(http)
+                client = mt.Client.http(http.url, **client_opts)
+        self._clients.append(client)
+        return client
+
+    def close(self) -> None:
+        for client in self._clients:
+            client.close()
+        for http in self._http:
+            http.close()
+        for server in self._servers:
+            server.close()
+
+
+@pytest.fixture(params=TRANSPORTS)
+def harness(request: pytest.FixtureRequest) -> Iterator[Harness]:
+    """The test server over each transport in turn."""
+    h = Harness(request.param)
+    yield h
+    h.close()
+
+
+@pytest.fixture
+def client(harness: Harness) -> mt.Client:
+    """A client of the test server, with no input handlers."""
+    return harness.client()
+
+
+def release(client: mt.Client, gate: str = "slow") -> None:
+    """Let the tool bodies waiting on `gate` go on."""
+    client.call_tool("release", {"gate": gate})
+
+
+def accept_form(params: dict[str, Any]) -> dict[str, Any]:
+    """A form handler that accepts with confirmed: true."""
+    return {"action": "accept", "content": {"confirmed": True}}
