@@ -208,6 +208,8 @@ class Subscription:
     def _deliver(self, event: Notification) -> None:
         with self._cond:
             if len(self._events) >= self._max_buffer:
+                if not self._dropped:
+                    log.debug("listen stream %s: queue full, dropping events (%s)", self.id, self._overflow)
                 self._dropped += 1
                 if self._overflow == "drop_newest":
                     return

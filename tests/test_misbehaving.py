@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 import mcp_tasks as mt
-from mcp_tasks.server import HttpServer
+from mcp_tasks.server import HttpServer, McpWsgiApp
 from tests.conftest import ROOT, stdio_env
 from tests.fixtures.rogue import Rogue
 
@@ -25,7 +25,7 @@ def rogue(request: pytest.FixtureRequest) -> Iterator[mt.Client]:
         yield client
         client.close()
     else:
-        http = HttpServer(Rogue()).start()  # type: ignore[arg-type]
+        http = HttpServer(McpWsgiApp(Rogue())).start()
         client = mt.Client.http(http.url, timeout=10)
         yield client
         client.close()

@@ -21,7 +21,7 @@ import urllib.parse
 from collections.abc import Callable, Iterable, Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
 from mcp_tasks._errors import (
     HEADER_MISMATCH,
@@ -56,6 +56,13 @@ def _status_for(code: int) -> str:
     return "400 Bad Request"
 
 
+class ServesMessages(Protocol):
+    """What the app needs of a server: one decoded message in, its response out."""
+
+    def handle(self, message: dict[str, Any], exchange: Exchange) -> dict[str, Any] | None:
+        """Handle one message; the response for a request, None for a notification."""
+
+
 class McpWsgiApp:
     """The MCP endpoint as a WSGI application.
 
@@ -67,7 +74,7 @@ class McpWsgiApp:
 
     def __init__(
         self,
-        server: Server,
+        server: ServesMessages,
         *,
         path: str = "/mcp",
         sse_responses: bool = False,
@@ -382,12 +389,19 @@ class _ThreadedServer(HTTPServer):
 class HttpServer:
     """A `Server` on Streamable HTTP at ``http://host:port/mcp``, in threads of this process.
 
+    `target` is a `Server` (served by a `McpWsgiApp` made with `app_opts`) or any WSGI app.
     Port 0 picks a free port; `url` says which. `close()` stops accepting, ends open streams,
     closes connections and joins every thread. A context manager.
     """
 
-    def __init__(self, server: Server, host: str = "127.0.0.1", port: int = 0, **app_opts: Any) -> None:
-        self.app = McpWsgiApp(server, **app_opts)
+    def __init__(
+        self,
+        target: Server | Callable[[Environ, StartResponse], Iterable[bytes]],
+        host: str = "127.0.0.1",
+        port: int = 0,
+        **app_opts: Any,
+    ) -> None:
+        self.app = McpWsgiApp(target, **app_opts) if isinstance(target, Server) else target
         self._httpd = _ThreadedServer((host, port), self.app)
         self.host, self.port = self._httpd.server_address[0], self._httpd.server_address[1]
         self._thread: threading.Thread | None = None
@@ -397,7 +411,8 @@ class HttpServer:
     def url(self) -> str:
         """The endpoint's URL."""
         host = str(self.host)
-        return f"http://{host if ':' not in host else f'[{host}]'}:{self.port}{self.app.path}"
+        path = getattr(self.app, "path", "/mcp")
+        return f"http://{host if ':' not in host else f'[{host}]'}:{self.port}{path}"
 
     def start(self) -> HttpServer:
         """Start accepting connections in a background thread."""
@@ -413,7 +428,9 @@ class HttpServer:
         if self._thread is not None:
             self._httpd.shutdown()
             self._thread.join(5.0)
-        self.app.close()
+        close_app = getattr(self.app, "close", None)
+        if close_app is not None:
+            close_app()
         connections = self._httpd.close_connections()
         self._httpd.server_close()
         join_all(connections, 5.0)

@@ -6,6 +6,7 @@ import logging
 import threading
 from typing import Any
 
+from mcp_tasks._errors import McpError
 from mcp_tasks._wire import META_SUBSCRIPTION_ID, notification
 from mcp_tasks.server._exchange import Exchange
 
@@ -23,6 +24,13 @@ class Listener:
         self.exchange = exchange
         self.task_ids = frozenset(accepted.get("taskIds", ()))
         self.ended = threading.Event()
+        self.error: McpError | None = None
+
+    def end(self, error: McpError | None = None) -> None:
+        """End the stream: with its closing response, or with `error` as the response."""
+        if not self.ended.is_set():
+            self.error = error
+            self.ended.set()
 
     def send(self, method: str, params: dict[str, Any]) -> None:
         """Send one notification tagged with this stream's subscriptionId."""
@@ -32,7 +40,7 @@ class Listener:
             self.exchange.notify(notification(method, {**params, "_meta": meta}))
         except Exception as exc:  # the client is gone: end the stream
             log.debug("listen stream ended while sending: %r", exc)
-            self.ended.set()
+            self.end()
 
 
 class Hub:
@@ -70,11 +78,11 @@ class Hub:
                 if listener.accepted.get("toolsListChanged"):
                     listener.send("notifications/tools/list_changed", {})
 
-    def end_all(self) -> None:
-        """End every open stream gracefully (each gets its closing response)."""
+    def end_all(self, error: McpError | None = None) -> None:
+        """End every open stream: gracefully (each gets its closing response), or with `error`."""
         with self._lock:
             for listener in self._listeners:
-                listener.ended.set()
+                listener.end(error)
 
     @property
     def count(self) -> int:

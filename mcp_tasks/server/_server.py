@@ -65,7 +65,9 @@ class Server:
     ``"required"``), then serve it with `Client.direct(server)`, over stdio
     (``python -m mcp_tasks.server module:server``) or over HTTP (`serve_http`).
 
-    `latency` delays named methods (``{"tasks/get": 2.0}``) to play a slow server; `on_request`
+    `latency` delays named methods (``{"tasks/get": 2.0}``) to play a slow server;
+    `update_delay` applies ``tasks/update`` answers that many seconds after acknowledging them
+    (the extension allows it: an update is eventually consistent); `on_request`
     is called with each request's method and params before it is handled; ``listen=False`` plays a
     server without a subscription source (``subscriptions/listen`` answers -32601).
     """
@@ -83,6 +85,7 @@ class Server:
         max_tasks: int = 10_000,
         max_runtime: float | None = None,
         latency: Mapping[str, float] | None = None,
+        update_delay: float | None = None,
         on_request: Callable[[str, dict[str, Any]], None] | None = None,
         supported_versions: Iterable[str] = (PROTOCOL_VERSION,),
     ) -> None:
@@ -91,6 +94,7 @@ class Server:
         self.tasks_enabled = tasks
         self.listen_enabled = listen
         self.latency = dict(latency or {})
+        self.update_delay = update_delay
         self.on_request = on_request
         self.supported_versions = list(supported_versions)
         self.hub = Hub()
@@ -165,9 +169,11 @@ class Server:
 
     # -- lifecycle ----------------------------------------------------------------------------
 
-    def end_subscriptions(self) -> None:
-        """End every open listen stream gracefully: each gets its closing response."""
-        self.hub.end_all()
+    def end_subscriptions(self, error: McpError | None = None) -> None:
+        """End every open listen stream: gracefully (each gets its closing response), or with
+        `error` as the response (a subscription source that failed).
+        """
+        self.hub.end_all(error)
 
     def close(self) -> None:
         """End the listen streams and cancel running tasks."""
@@ -269,7 +275,7 @@ class Server:
                 _TASKS_REQUIRED,
             )
         if tool.task_support != "forbidden" and declared:
-            return self.tasks.create(tool, arguments, exchange.principal, meta).creation()
+            return self.tasks.create(tool, arguments, exchange.principal, meta).created
         answers = self._mrtr_answers(params)
         context = ToolContext(
             cancelled=exchange.cancelled,
@@ -343,7 +349,11 @@ class Server:
         if method == "tasks/get":
             return {"resultType": "complete", **record.wire()}
         if method == "tasks/update":
-            record.answer(_check_responses(params.get("inputResponses")))
+            responses = _check_responses(params.get("inputResponses"))
+            if self.update_delay:
+                self.tasks.later(self.update_delay, lambda: record.answer(responses))
+            else:
+                record.answer(responses)
         else:
             record.cancel()
         return {"resultType": "complete"}
@@ -372,7 +382,7 @@ class Server:
             ids = _check_listen_ids(wanted["taskIds"])
             accepted["taskIds"] = [i for i in ids if self.tasks.visible(i, exchange.principal)]
         listener = self.hub.open(request_id, accepted, exchange)
-        exchange.on_cancel(listener.ended.set)
+        exchange.on_cancel(listener.end)
         if self._closed.is_set():
             listener.ended.set()
         try:
@@ -381,6 +391,8 @@ class Server:
             self.hub.close(listener)
         if exchange.cancelled.is_set():
             return None  # the client went away: nothing more is sent
+        if listener.error is not None:
+            raise listener.error
         return {"resultType": "complete", "_meta": {META_SUBSCRIPTION_ID: request_id}}
 
 

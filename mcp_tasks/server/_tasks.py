@@ -67,6 +67,7 @@ class TaskRecord:
         self.error: dict[str, Any] | None = None
         self.cancel_event = threading.Event()
         self.cond = threading.Condition()
+        self.created: dict[str, Any] = {}
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -218,6 +219,8 @@ class TaskRuntime:
         self._tasks: dict[str, TaskRecord] = {}
         self._workers: dict[TaskRecord, threading.Thread] = {}
         self._numbers = itertools.count(1)
+        self._timers: set[threading.Thread] = set()
+        self._stopping = threading.Event()
         self._closed = False
 
     def publish(self, record: TaskRecord, task: dict[str, Any]) -> None:
@@ -239,6 +242,7 @@ class TaskRuntime:
                 raise _capacity("max_tasks")
             record = TaskRecord(self, secrets.token_urlsafe(24), principal, tool.name, self.ttl_ms, self.poll_ms)
             self._tasks[record.task_id] = record
+            record.created = record.creation()  # as it stands before its tool starts
             context = ToolContext(cancelled=record.cancel_event, task=record, principal=principal, meta=meta)
             self._workers[record] = start_thread(
                 f"server-task-{next(self._numbers)}", lambda: self._run(record, tool, context, arguments)
@@ -263,11 +267,28 @@ class TaskRuntime:
             return False
         return True
 
+    def later(self, delay: float, action: Callable[[], None]) -> None:
+        """Run `action` after `delay` seconds in a worker thread (unless the runtime closes)."""
+
+        def run() -> None:
+            try:
+                if not self._stopping.wait(delay):
+                    action()
+            finally:
+                with self._lock:
+                    self._timers.discard(threading.current_thread())
+
+        with self._lock:
+            self._timers.add(start_thread(f"server-later-{next(self._numbers)}", run))
+
     def close(self, timeout: float = 5.0) -> None:
         """Cancel every running task and join the workers."""
+        self._stopping.set()
         with self._lock:
             self._closed = True
             workers = dict(self._workers)
+            timers = list(self._timers)
+        join_all(timers, timeout)
         for record in workers:
             record.cancel_event.set()
             with record.cond:

@@ -1,0 +1,183 @@
+"""Status decoding (seed 001): scenarios 49 and 50, strictness, forward compatibility."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import mcp_tasks as mt
+
+BASE = {
+    "taskId": "task-1234567890",
+    "createdAt": "2026-11-30T10:00:00Z",
+    "lastUpdatedAt": "2026-11-30T10:00:01Z",
+    "ttlMs": 60000,
+    "pollIntervalMs": 5,
+}
+
+
+def decode(**fields: Any) -> mt.Status:
+    return mt.Status.from_map({**BASE, **fields})
+
+
+@pytest.mark.parametrize(
+    ("task", "field"),
+    [
+        ({**BASE, "status": "working", "taskId": ""}, "taskId"),
+        ({**BASE, "status": "working", "taskId": 7}, "taskId"),
+        ({"status": "working"}, "taskId"),
+        ({**BASE, "status": 3}, "status"),
+        ({**BASE}, "status"),
+        ("not a map", "task"),
+        (None, "task"),
+    ],
+)
+def test_task_id_and_status_are_required(task: Any, field: str) -> None:
+    """Scenario 49: a missing or empty taskId, or a status that is not a string."""
+    with pytest.raises(mt.InvalidStatus) as invalid:
+        mt.Status.from_map(task)
+    assert invalid.value.field == field
+    assert field in str(invalid.value)
+    assert isinstance(invalid.value, ValueError)
+
+
+def test_a_creation_result_needs_no_payload_but_a_present_one_is_checked() -> None:
+    """Scenario 49."""
+    for status in ("working", "input_required", "completed", "failed", "cancelled"):
+        decoded = decode(resultType="task", status=status)
+        assert decoded.input_requests == {} and decoded.result is None and decoded.error is None
+    with pytest.raises(mt.InvalidStatus) as bad:
+        decode(resultType="task", status="completed", result="done")
+    assert bad.value.field == "result"
+    ok = decode(resultType="task", status="completed", result={"content": []})
+    assert ok.detailed
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"status": "completed"}, "result"),
+        ({"status": "completed", "result": [1]}, "result"),
+        ({"status": "failed"}, "error"),
+        ({"status": "failed", "error": {"code": "-32603", "message": "x"}}, "error"),
+        ({"status": "failed", "error": {"code": True, "message": "x"}}, "error"),
+        ({"status": "failed", "error": {"code": -32603}}, "error"),
+        ({"status": "input_required"}, "inputRequests"),
+        ({"status": "input_required", "inputRequests": {"k": "not a map"}}, "inputRequests"),
+        ({"status": "input_required", "inputRequests": []}, "inputRequests"),
+    ],
+)
+def test_other_maps_need_the_payload_their_status_implies(fields: dict[str, Any], field: str) -> None:
+    """Scenario 49: tasks/get results and notifications need their payload."""
+    with pytest.raises(mt.InvalidStatus) as invalid:
+        decode(resultType="complete", **fields)
+    assert invalid.value.field == field
+    with pytest.raises(mt.InvalidStatus):
+        decode(**fields)  # a notification has no resultType
+
+
+def test_working_and_cancelled_ignore_payloads() -> None:
+    """Scenario 49: a payload on a status that implies none is ignored."""
+    status = decode(status="working", result={"x": 1}, error="junk", inputRequests="junk")
+    assert status.result is None and status.error is None and status.input_requests == {}
+
+
+@pytest.mark.parametrize("value", [0, -5, None, 1.5, "500", True])
+def test_optional_numbers_are_coerced_not_rejected(value: Any) -> None:
+    """Scenario 49: a non-positive, non-integer ttlMs or pollIntervalMs becomes None."""
+    status = decode(status="working", ttlMs=value, pollIntervalMs=value)
+    assert status.ttl_ms is None
+    assert status.poll_interval_ms is None
+
+
+@pytest.mark.parametrize("value", [5, None, ["x"], {"a": 1}])
+def test_optional_strings_are_kept_only_when_strings(value: Any) -> None:
+    status = decode(status="working", statusMessage=value, createdAt=value)
+    assert status.status_message is None
+    assert status.created_at is None
+
+
+def test_the_decoded_fields() -> None:
+    status = decode(status="input_required", statusMessage="need", inputRequests={"k": {"method": "roots/list"}})
+    assert status.task_id == "task-1234567890"
+    assert status.status is mt.TaskState.INPUT_REQUIRED
+    assert status.status == "input_required"  # a str enum
+    assert status.status_message == "need"
+    assert (status.created_at, status.last_updated_at) == ("2026-11-30T10:00:00Z", "2026-11-30T10:00:01Z")
+    assert (status.ttl_ms, status.poll_interval_ms) == (60000, 5)
+    assert status.input_requests == {"k": {"method": "roots/list"}}
+    assert status.raw["statusMessage"] == "need"
+    assert status.era == "modern"
+
+
+def test_meta_stays_in_raw() -> None:
+    status = decode(status="working", _meta={"io.modelcontextprotocol/subscriptionId": 3})
+    assert status.raw["_meta"] == {"io.modelcontextprotocol/subscriptionId": 3}
+
+
+@pytest.mark.parametrize(
+    ("fields", "detailed"),
+    [
+        ({"status": "working"}, True),
+        ({"status": "cancelled"}, True),
+        ({"status": "mystery"}, True),
+        ({"status": "input_required", "inputRequests": {"k": {}}}, True),
+        ({"status": "input_required", "inputRequests": {}}, False),
+        ({"status": "input_required", "resultType": "task"}, False),
+        ({"status": "completed", "result": {}}, True),
+        ({"status": "completed", "resultType": "task"}, False),
+        ({"status": "failed", "error": {"code": 1, "message": "m"}}, True),
+        ({"status": "failed", "resultType": "task"}, False),
+    ],
+)
+def test_detailed_truth_table(fields: dict[str, Any], detailed: bool) -> None:
+    """Scenario 50."""
+    assert decode(**fields).detailed is detailed
+
+
+def test_terminal() -> None:
+    terminal: dict[str, dict[str, Any]] = {
+        "completed": {"result": {}},
+        "failed": {"error": {"code": 1, "message": "m"}},
+        "cancelled": {},
+    }
+    for state, payload in terminal.items():
+        assert decode(status=state, **payload).terminal
+    for state in ("working", "input_required", "mystery"):
+        assert not decode(status=state, resultType="task").terminal
+
+
+def test_an_unknown_status_is_kept_not_refused() -> None:
+    """Forward compatibility (seed 004): a new status string decodes as UNKNOWN."""
+    status = decode(status="paused")
+    assert status.status is mt.TaskState.UNKNOWN
+    assert status.wire_status == "paused"
+    assert status.raw["status"] == "paused"
+
+
+def test_legacy_keys_are_read_for_the_legacy_era() -> None:
+    status = mt.Status.from_map({"taskId": "t", "status": "working", "ttl": 1000, "pollInterval": 50}, era="legacy")
+    assert (status.ttl_ms, status.poll_interval_ms, status.era) == (1000, 50, "legacy")
+    modern = mt.Status.from_map({"taskId": "t", "status": "working", "ttl": 1000})
+    assert modern.ttl_ms is None
+
+
+def test_repr_never_shows_a_full_id_or_input_key() -> None:
+    status = decode(status="input_required", inputRequests={"task-1234567890:abcdef": {"method": "roots/list"}})
+    text = repr(status)
+    assert "task-1234567890" not in text
+    assert "task-1…" in text or "task-1" in text
+
+
+def test_status_is_frozen() -> None:
+    status = decode(status="working")
+    with pytest.raises(AttributeError):
+        status.status = mt.TaskState.COMPLETED  # type: ignore[misc]
+
+
+def test_with_input_requests_returns_a_copy() -> None:
+    status = decode(status="input_required", inputRequests={"a": {}, "b": {}})
+    reduced = status.with_input_requests({"b": {}})
+    assert set(reduced.input_requests) == {"b"}
+    assert set(status.input_requests) == {"a", "b"}

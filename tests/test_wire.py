@@ -1,0 +1,73 @@
+"""The wire helpers: header values, _meta merging, extension declarations, JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mcp_tasks._wire import (
+    declares_extension,
+    decode_header_value,
+    dumps,
+    encode_header_value,
+    mcp_name,
+    merge_meta,
+)
+
+
+@pytest.mark.parametrize("value", ["zJ3JNBBAORw4uOgJy7Rl93ZQYuUp0qUA13srtHs9SZc", "slow_compute", "a b"])
+def test_visible_ascii_is_sent_plain(value: str) -> None:
+    assert encode_header_value(value) == value
+
+
+@pytest.mark.parametrize(
+    ("value", "encoded"),
+    [
+        ("task/with unicode ✓", "=?base64?dGFzay93aXRoIHVuaWNvZGUg4pyT?="),
+        (" leading", "=?base64?IGxlYWRpbmc=?="),
+        ("trailing ", "=?base64?dHJhaWxpbmcg?="),
+        ("tab\there", "=?base64?dGFiCWhlcmU=?="),
+        ("=?base64?looks-like-the-sentinel?=", "=?base64?PT9iYXNlNjQ/bG9va3MtbGlrZS10aGUtc2VudGluZWw/PQ==?="),
+        ("", "=?base64??="),
+    ],
+)
+def test_other_values_use_the_base64_form(value: str, encoded: str) -> None:
+    assert encode_header_value(value) == encoded
+    assert decode_header_value(encoded) == value
+
+
+def test_a_malformed_base64_value_is_a_value_error() -> None:
+    with pytest.raises(ValueError):
+        decode_header_value("=?base64?not base64!?=")
+
+
+def test_mcp_name_mirrors_the_right_param() -> None:
+    assert mcp_name("tools/call", {"name": "greet"}) == "greet"
+    assert mcp_name("resources/read", {"uri": "file:///x"}) == "file:///x"
+    for method in ("tasks/get", "tasks/update", "tasks/cancel"):
+        assert mcp_name(method, {"taskId": "t-1"}) == "t-1"
+    assert mcp_name("tools/list", {}) is None
+    assert mcp_name("subscriptions/listen", {"notifications": {}}) is None
+
+
+def test_meta_merges_one_level_deep_with_later_layers_winning() -> None:
+    merged = merge_meta({"a": {"x": 1}, "b": 1}, None, {"a": {"y": 2}}, {"c": 3})
+    assert merged == {"a": {"y": 2}, "b": 1, "c": 3}
+
+
+def test_declares_extension() -> None:
+    meta: dict[str, Any] = {
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+    }
+    assert declares_extension(meta, "io.modelcontextprotocol/tasks")
+    assert not declares_extension({}, "io.modelcontextprotocol/tasks")
+    assert not declares_extension({"io.modelcontextprotocol/clientCapabilities": {"extensions": []}}, "x")
+
+
+def test_dumps_is_compact_utf8_and_refuses_nan() -> None:
+    assert dumps({"a": "✓", "b": [1, 2]}) == '{"a":"✓","b":[1,2]}'.encode()
+    with pytest.raises(ValueError):
+        dumps({"x": float("inf")})
+    with pytest.raises(ValueError):
+        dumps({"x": object()})
