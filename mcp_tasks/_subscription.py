@@ -81,6 +81,7 @@ class Subscription:
         self._cond = threading.Condition()
         self._events: collections.deque[Notification] = collections.deque()
         self._dropped = 0
+        self._received = 0
         self._end: Closed | None = None  # queued end, delivered after the events
         self._done: Closed | None = None  # the end, once delivered or closed
         self._stop = threading.Event()
@@ -138,6 +139,11 @@ class Subscription:
                 if self._done is None:
                     self._done = Closed(None)
                 self._cond.notify_all()
+
+    @property
+    def received(self) -> int:
+        """How many notifications the stream has brought so far (delivered or dropped)."""
+        return self._received
 
     @property
     def closed(self) -> bool:
@@ -207,6 +213,7 @@ class Subscription:
 
     def _deliver(self, event: Notification) -> None:
         with self._cond:
+            self._received += 1
             if len(self._events) >= self._max_buffer:
                 if not self._dropped:
                     log.debug("listen stream %s: queue full, dropping events (%s)", self.id, self._overflow)
