@@ -1,0 +1,103 @@
+"""The README's examples run, the demo tells its story, the command line works."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import subprocess
+import sys
+from contextlib import redirect_stdout
+
+import pytest
+
+import mcp_tasks as mt
+import mcp_tasks.server
+from mcp_tasks import cli
+from mcp_tasks._demo import run_demo
+from tests.conftest import ROOT, STDIO_SERVER
+
+README = (ROOT / "README.md").read_text()
+
+
+def test_the_readme_examples_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    blocks = re.findall(r"```python\n(.*?)```", README, re.S)
+    assert len(blocks) >= 5
+    monkeypatch.chdir(ROOT)
+    namespace: dict[str, object] = {"__name__": "readme"}
+    out = io.StringIO()
+    with redirect_stdout(out):
+        for block in blocks:
+            exec(compile(block, "README.md", "exec"), namespace)
+    printed = out.getvalue()
+    assert "200 working" in printed
+    assert "cancelled" in printed
+    assert "Delete /tmp/x?" in printed
+    assert "{'report': 'stdio', 'exported': 2}" in printed
+    namespace["server"].close()  # type: ignore[attr-defined]
+
+
+def test_the_quick_start_has_exactly_two_commands() -> None:
+    quick = README.split("## Quick start", 1)[1].split("##", 1)[0]
+    commands = re.findall(r"```sh\n(.*?)```", quick, re.S)[0].strip().splitlines()
+    assert [c.split("#")[0].strip() for c in commands] == ["python3 .ci/dev.py demo", "python3 .ci/dev.py test"]
+
+
+@pytest.mark.parametrize("transport", ["direct", "stdio", "http"])
+def test_the_demo_tells_its_story(transport: str) -> None:
+    out = io.StringIO()
+    result = run_demo(transport, out)
+    text = out.getvalue()
+    assert result["structuredContent"] == {"report": "sales", "exported": 3, "file": "sales.csv"}
+    for step in ("1. Started", "2. Does the server support", "3. Calling export", "4. Waiting", "5. The result"):
+        assert step in text
+    assert "the server asks" in text
+    assert "exporting row 3 of 3" in text
+    assert "- completed" in text
+
+
+def test_the_demo_command() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_tasks", "demo"], capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr
+    assert "5. The result" in done.stdout
+
+
+def test_cli_call_get_cancel(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MCP_TASKS_TEST_SERVER", "{}")
+    target = " ".join([sys.executable, *STDIO_SERVER])
+    monkeypatch.chdir(ROOT)
+    assert cli.main(["call", target, "slow_compute", '{"label": "cli"}', "--timeout", "10"]) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out)["structuredContent"] == {"label": "cli", "computed": True}
+    assert "[working]" in out.err
+    assert cli.main(["call", target, "failing_job"]) == 1  # a tool error is exit code 1
+    assert cli.main(["get", target, "no-such-task"]) == 1
+    assert "-32602" in capsys.readouterr().err
+    assert cli.main(["call", target, "greet", "not json"]) == 2
+
+
+def test_cli_prompts_for_a_form(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("builtins.input", lambda prompt: "yes")
+    server = mcp_tasks.server.Server(poll_interval=0.01)
+
+    @server.tool(task="optional")
+    def confirm(ctx: mcp_tasks.server.ToolContext) -> dict[str, object]:
+        return {"answer": ctx.elicit("c", "Sure?", {"type": "object", "properties": {"ok": {"type": "boolean"}}})}
+
+    monkeypatch.setattr(sys.modules[__name__], "PROMPT_SERVER", server, raising=False)
+    assert cli.main(["call", f"{__name__}:PROMPT_SERVER", "confirm"]) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out)["structuredContent"] == {"answer": {"action": "accept", "content": {"ok": True}}}
+    assert "The server asks: Sure?" in out.err
+    server.close()
+
+
+def test_every_public_name_has_a_docstring() -> None:
+    for module in (mt, mcp_tasks.server):
+        for name in module.__all__:
+            if name in ("__version__", "UNSET"):
+                continue
+            assert getattr(module, name).__doc__, f"{module.__name__}.{name} has no docstring"
+
