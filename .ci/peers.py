@@ -78,9 +78,8 @@ def python_peers() -> str:
     if stamped(PEERS_VENV, value) and python.exists():
         return f"{PEERS_VENV.name}: up to date ({', '.join(PYTHON_PINS)})"
     say(f"creating {PEERS_VENV.name} with {', '.join(PYTHON_PINS)}")
-    (PEERS_VENV / STAMP_NAME).unlink(missing_ok=True)
-    if not python.exists():
-        venv.EnvBuilder(with_pip=True, clear=True).create(PEERS_VENV)
+    # A fresh venv each time the pins change: nothing stale stays installed beside them.
+    venv.EnvBuilder(with_pip=True, clear=True).create(PEERS_VENV)
     run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *PYTHON_PINS])
     # Prove the install imports before stamping it.
     run([str(python), "-c", "import fastmcp, fastmcp_tasks, mcp_types; print('fastmcp', fastmcp.__version__)"])

@@ -1,18 +1,19 @@
 // Preload for running @modelcontextprotocol/conformance on Node 20 (node --import this file).
 //
-// 1. The runner imports `globSync` from 'fs', which only Node >= 22 has. A module hook answers
-//    imports of 'fs' / 'node:fs' with the real module plus a small globSync.
+// 1. The runner imports `globSync` from 'fs', which only Node >= 22 has. Where it is missing, a
+//    module hook answers imports of 'fs' / 'node:fs' with the real module plus a small globSync.
 // 2. Its mock servers call listen(0) with no host, which binds every interface. Every TCP
 //    listen() in the process is pinned to 127.0.0.1 instead. A listen with a host normally
 //    resolves the host asynchronously, so address() would be null right after listen() (one
 //    scenario reads it at once); the IP literal is resolved synchronously during our listen().
 import dns from 'node:dns';
+import fs from 'node:fs';
 import net from 'node:net';
 import { register } from 'node:module';
 
 const HOST = '127.0.0.1';
 
-register('./fs-hook.mjs', import.meta.url);
+if (typeof fs.globSync !== 'function') register('./fs-hook.mjs', import.meta.url);
 
 const originalLookup = dns.lookup;
 let resolvingOurHost = false;

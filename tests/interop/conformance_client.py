@@ -1,0 +1,266 @@
+"""A tools client built on mcp_tasks' public API, for the MCP conformance suite's client scenarios.
+
+The runner (``conformance client --command "PYTHON THIS_FILE" --scenario NAME``) starts a mock
+server and runs this file with the server's URL as the last argument, and the environment:
+``MCP_CONFORMANCE_SCENARIO`` (the scenario), ``MCP_CONFORMANCE_PROTOCOL_VERSION`` (this client
+speaks 2026-07-28 only) and, for some scenarios, ``MCP_CONFORMANCE_CONTEXT`` (JSON, e.g. the tool
+calls to make). The checks come from what the mock server saw.
+
+What it does is what a generic tools client does, with no knowledge of the checks:
+``server/discover``; ``tools/list``; every tool called through `mcp_tasks.call_and_await` (the
+Tasks extension declared; a task is awaited), with the calls from the context when it names some,
+else with arguments made from each tool's inputSchema; then ``resources/list`` + ``resources/read``
+and ``prompts/list`` + ``prompts/get`` when the server advertises those. Input requests are
+answered by a form handler that fills the requested schema. A scenario that defines the client's
+part in its description has a plan below (json-schema-2020-12-preservation: echo a schema).
+
+``MCP_TASKS_CONFORMANCE_REPORT`` (ours, optional) names a JSON file this writes at the end: what
+was sent, which requests failed, and whether the run got to its end. Exit 0 when every request
+that this client made succeeded; 1 otherwise; 2 for a usage error.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import mcp_tasks as mt
+
+PROTOCOL_VERSION = "2026-07-28"
+TIMEOUT = 10.0
+
+
+def log(message: str) -> None:
+    """A line on stderr (the runner keeps it in stderr.txt)."""
+    print(f"[mcp_tasks conformance client] {message}", file=sys.stderr, flush=True)
+
+
+# -- values from JSON Schemas ----------------------------------------------------------------------
+
+
+def local_schema(schema: Any, root: Mapping[str, Any]) -> Any:
+    """`schema` with a same-document ``$ref`` followed; a network ``$ref`` is never fetched (None)."""
+    seen = 0
+    while isinstance(schema, Mapping) and isinstance(schema.get("$ref"), str) and seen < 16:
+        ref: str = schema["$ref"]
+        if not ref.startswith("#/"):
+            return None
+        target: Any = root
+        for part in ref[2:].split("/"):
+            part = part.replace("~1", "/").replace("~0", "~")
+            target = target.get(part) if isinstance(target, Mapping) else None
+        schema = target
+        seen += 1
+    return schema
+
+
+def value_for(schema: Any, root: Mapping[str, Any], name: str = "value") -> Any:
+    """A plausible value for a property schema: its default, const or first enum, else by type."""
+    schema = local_schema(schema, root)
+    if not isinstance(schema, Mapping):
+        return "conformance"
+    for key in ("default", "const"):
+        if key in schema:
+            return schema[key]
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return schema["enum"][0]
+    for choice_key in ("oneOf", "anyOf"):
+        choices = schema.get(choice_key)
+        if isinstance(choices, list) and choices:
+            return value_for(choices[0], root, name)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "boolean":
+        return True
+    if kind == "integer":
+        return 3
+    if kind == "number":
+        return 5
+    if kind == "array":
+        return []
+    if kind == "object":
+        return arguments_for(schema, root)
+    if kind == "null":
+        return None
+    return "conformance"
+
+
+def arguments_for(schema: Any, root: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Arguments for an object schema: every required property, plus those with a default."""
+    if not isinstance(schema, Mapping):
+        return {}
+    root = root if root is not None else schema
+    properties = schema.get("properties")
+    properties = properties if isinstance(properties, Mapping) else {}
+    required = schema.get("required")
+    required = [r for r in required if isinstance(r, str)] if isinstance(required, list) else []
+    arguments: dict[str, Any] = {}
+    for name, prop in properties.items():
+        resolved = local_schema(prop, root)
+        if name in required or (isinstance(resolved, Mapping) and "default" in resolved):
+            arguments[name] = value_for(prop, root, name)
+    for name in required:
+        arguments.setdefault(name, "conformance")
+    return arguments
+
+
+def prompt_arguments(prompt: Mapping[str, Any]) -> dict[str, str]:
+    """Arguments for a prompt: a string for each required one."""
+    declared = prompt.get("arguments")
+    declared = declared if isinstance(declared, list) else []
+    return {
+        arg["name"]: "conformance"
+        for arg in declared
+        if isinstance(arg, Mapping) and isinstance(arg.get("name"), str) and arg.get("required")
+    }
+
+
+def fill_form(params: dict[str, Any]) -> dict[str, Any]:
+    """The form handler: accept, with a value for every property of the requested schema."""
+    schema = params.get("requestedSchema")
+    content: dict[str, Any] = {}
+    if isinstance(schema, Mapping) and isinstance(schema.get("properties"), Mapping):
+        content = {name: value_for(prop, schema, name) for name, prop in schema["properties"].items()}
+    log(f"form {params.get('message')!r} answered with {content}")
+    return {"action": "accept", "content": content}
+
+
+# -- the client ----------------------------------------------------------------------------------
+
+
+class Run:
+    """One scenario run: the requests it made and the ones that failed."""
+
+    def __init__(self, client: mt.Client, scenario: str, context: Mapping[str, Any]) -> None:
+        self.client = client
+        self.scenario = scenario
+        self.context = context
+        self.capabilities: dict[str, Any] = {"tools": {}}
+        self.sent: list[str] = []
+        self.failures: list[dict[str, Any]] = []
+
+    def attempt(self, what: str, send: Callable[[], Any]) -> Any:
+        """Send one request; a failure is logged and recorded, and the run goes on."""
+        self.sent.append(what)
+        try:
+            answer = send()
+        except mt.McpError as exc:
+            log(f"{what} failed: {exc.code} {exc} data={exc.data!r}")
+            self.failures.append({"request": what, "code": exc.code, "message": str(exc), "data": exc.data})
+            return None
+        log(f"{what} -> {json.dumps(answer, default=repr)[:300]}")
+        return answer
+
+    def listed(self, method: str, key: str) -> Iterator[dict[str, Any]]:
+        """Every item of a paginated list method."""
+        cursor: str | None = None
+        for _page in range(50):
+            params = {"cursor": cursor} if cursor else {}
+            page = self.attempt(method, functools.partial(self.client.request, method, params, timeout=TIMEOUT))
+            if not isinstance(page, dict):
+                return
+            items = page.get(key)
+            yield from (item for item in items if isinstance(item, dict)) if isinstance(items, list) else ()
+            cursor = page.get("nextCursor") if isinstance(page.get("nextCursor"), str) else None
+            if not cursor:
+                return
+
+    def call(self, name: str, arguments: dict[str, Any]) -> Any:
+        """Call a tool with the Tasks extension declared; a task is awaited."""
+        return self.attempt(
+            f"tools/call {name}",
+            lambda: mt.call_and_await(self.client, name, arguments, call_opts={"timeout": TIMEOUT}, timeout=TIMEOUT),
+        )
+
+    def run(self) -> None:
+        """The whole scenario."""
+        discovered = self.attempt("server/discover", lambda: self.client.discover(timeout=TIMEOUT))
+        if isinstance(discovered, dict) and isinstance(discovered.get("capabilities"), dict):
+            self.capabilities = discovered["capabilities"]
+        if "tools" in self.capabilities:
+            tools = list(self.listed("tools/list", "tools"))
+            plan = PLANS.get(self.scenario, plan_calls)
+            for name, arguments in plan(self, tools):
+                self.call(name, arguments)
+        if "resources" in self.capabilities:
+            for resource in list(self.listed("resources/list", "resources")):
+                uri = resource.get("uri")
+                if isinstance(uri, str):
+                    read = functools.partial(self.client.request, "resources/read", {"uri": uri}, timeout=TIMEOUT)
+                    self.attempt(f"resources/read {uri}", read)
+        if "prompts" in self.capabilities:
+            for prompt in list(self.listed("prompts/list", "prompts")):
+                prompt_name = prompt.get("name")
+                if isinstance(prompt_name, str):
+                    params = {"name": prompt_name, "arguments": prompt_arguments(prompt)}
+                    get = functools.partial(self.client.request, "prompts/get", params, timeout=TIMEOUT)
+                    self.attempt(f"prompts/get {prompt_name}", get)
+
+
+Plan = Callable[[Run, list[dict[str, Any]]], list[tuple[str, dict[str, Any]]]]
+
+
+def plan_calls(run: Run, tools: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """The calls the context names, else every listed tool with arguments from its schema."""
+    named = run.context.get("toolCalls")
+    if isinstance(named, list):
+        return [
+            (call["name"], dict(call.get("arguments") or {}))
+            for call in named
+            if isinstance(call, dict) and isinstance(call.get("name"), str)
+        ]
+    return [
+        (tool["name"], arguments_for(tool.get("inputSchema"))) for tool in tools if isinstance(tool.get("name"), str)
+    ]
+
+
+def plan_schema_echo(run: Run, tools: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """json-schema-2020-12-preservation: pass each other tool's inputSchema, as received, to
+    json_schema_echo (the client's part as the scenario describes it)."""
+    echo = "json_schema_echo"
+    schemas = [tool.get("inputSchema") for tool in tools if tool.get("name") != echo]
+    return [(echo, {"schema": schema}) for schema in schemas if isinstance(schema, dict)]
+
+
+PLANS: dict[str, Plan] = {"json-schema-2020-12-preservation": plan_schema_echo}
+
+
+def main(argv: list[str]) -> int:
+    """Run the scenario against the URL given last; the exit code says whether all went well."""
+    if not argv or not argv[-1].startswith(("http://", "https://")):
+        log(f"usage: {sys.argv[0]} SERVER_URL (got {argv!r})")
+        return 2
+    url = argv[-1]
+    scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    version = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION", PROTOCOL_VERSION)
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    report_path = os.environ.get("MCP_TASKS_CONFORMANCE_REPORT")
+    log(f"scenario={scenario!r} protocol={version} url={url} context={context or None}")
+    report: dict[str, Any] = {"scenario": scenario, "url": url, "finished": False}
+    try:
+        if version != PROTOCOL_VERSION:
+            log(f"mcp_tasks speaks {PROTOCOL_VERSION} only, not {version}")
+            report["unsupportedVersion"] = version
+            return 2
+        handlers = mt.InputHandlers(form=fill_form)
+        with mt.Client.http(url, input_handlers=handlers, timeout=TIMEOUT) as client:
+            run = Run(client, scenario, context if isinstance(context, dict) else {})
+            try:
+                run.run()
+            finally:
+                report.update(sent=run.sent, failures=run.failures)
+        report["finished"] = True
+        return 1 if run.failures else 0
+    finally:
+        if report_path:
+            with open(report_path, "w") as out:
+                json.dump(report, out, indent=2, default=repr)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

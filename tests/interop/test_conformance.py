@@ -1,0 +1,119 @@
+"""The MCP conformance suite's client scenarios at 2026-07-28, one test each, run against
+tests/interop/conformance_client.py (a tools client on mcp_tasks' public API).
+
+The runner (.npm-peers, installed by .ci/peers.py) starts each scenario's mock server on 127.0.0.1
+(tests/interop/node20/preload.mjs pins it there, and lets the runner start on Node 20) and judges
+what the client sent. Failures of the library that are known are listed, each with its reason, in
+conformance-baseline.yml; a listed check that passes fails the test too (the runner calls the
+baseline stale).
+
+Not run: the auth/* scenarios (mcp_tasks has no OAuth), initialize, sse-retry and
+elicitation-sep1034-client-defaults (2025-11-25 only: mcp_tasks speaks 2026-07-28), and the
+sep-2640-* skills-extension scenarios (not a tools client's part; the runner skips them at 2026-07-28).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.interop.conftest import HERE, require
+
+pytestmark = pytest.mark.interop
+
+NPM_DIR = ROOT / ".npm-peers"
+RUNNER = NPM_DIR / "node_modules" / ".bin" / "conformance"
+PRELOAD = HERE / "node20" / "preload.mjs"
+BASELINE = HERE / "conformance-baseline.yml"
+CLIENT = HERE / "conformance_client.py"
+SPEC_VERSION = "2026-07-28"
+
+SCENARIOS = [
+    "tools_call",
+    "request-metadata",
+    "sep-2322-client-request-state",
+    "http-standard-headers",
+    "http-custom-headers",
+    "http-invalid-tool-headers",
+    "json-schema-ref-no-deref",
+    "json-schema-2020-12-preservation",
+]
+
+# Requests of the conformance client that fail by the scenario's design, as (request, code).
+EXPECTED_CLIENT_FAILURES: dict[str, list[tuple[str, int]]] = {
+    # The mock rejects the first request with -32022 (supported: ["2026-07-28"]) to see the client
+    # retry; mcp_tasks raises it instead of retrying, and the client goes on with tools/list.
+    "request-metadata": [("server/discover", -32022)],
+    # The mock serves tools/list only (its point is that the client never fetches a network $ref).
+    "json-schema-ref-no-deref": [("tools/call lookup_user", -32601)],
+}
+
+
+def runner_env(report: Path) -> dict[str, str]:
+    """The runner's environment, which it passes on to the client it spawns."""
+    env = dict(os.environ)
+    env["NODE_OPTIONS"] = " ".join(filter(None, [env.get("NODE_OPTIONS"), f"--import={PRELOAD}"]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env["MCP_TASKS_CONFORMANCE_REPORT"] = str(report)
+    env.pop("MCP_CONFORMANCE_CONTEXT", None)
+    return env
+
+
+def summary(checks: list[dict[str, Any]]) -> str:
+    """One line per check that did not pass."""
+    return "\n".join(
+        f"  {c['status']} {c['id']} ({c.get('name')}): {c.get('errorMessage') or c.get('description')}"
+        for c in checks
+        if c.get("status") in ("FAILURE", "WARNING")
+    )
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_client_scenario(scenario: str, tmp_path: Path) -> None:
+    runner = require(RUNNER, "the conformance suite")
+    command = f"{sys.executable} {CLIENT}"
+    if " " in command.replace(" ", "", 1):
+        pytest.fail(f"the runner splits --command on spaces, so these paths must have none: {command}")
+    report_path = tmp_path / "client-report.json"
+    out = tmp_path / "results"
+    argv = [str(runner), "client", "--command", command, "--scenario", scenario, "--spec-version", SPEC_VERSION]
+    argv += ["--expected-failures", str(BASELINE), "-o", str(out), "--timeout", "30000"]
+    done = subprocess.run(argv, cwd=NPM_DIR, env=runner_env(report_path), capture_output=True, text=True, timeout=180)
+    output = f"$ {' '.join(argv)}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}"
+
+    results = sorted(out.glob("*/checks.json"))
+    assert len(results) == 1, f"the scenario did not run (skipped, or the runner failed):\n{output}"
+    checks: list[dict[str, Any]] = json.loads(results[0].read_text())
+    assert done.returncode == 0, (
+        f"failures not in the baseline, or stale baseline entries:\n{summary(checks)}\n{output}"
+    )
+    assert any(c["status"] == "SUCCESS" for c in checks), f"nothing was checked:\n{output}"
+
+    assert report_path.exists(), f"the conformance client did not run:\n{output}"
+    report = json.loads(report_path.read_text())
+    assert report["finished"], f"the conformance client did not get to its end: {report}\n{output}"
+    failed = [(f["request"], f["code"]) for f in report["failures"]]
+    assert failed == EXPECTED_CLIENT_FAILURES.get(scenario, []), f"{report}\n{output}"
+
+
+def test_every_baseline_entry_names_a_scenario_run_here_and_gives_its_reason() -> None:
+    lines = BASELINE.read_text().splitlines()
+    entries = 0
+    for number, line in enumerate(lines):
+        entry = re.match(r"^\s+-\s+(\S+)", line)
+        if not entry:
+            continue
+        entries += 1
+        scenario = entry.group(1).split(":", 1)[0]
+        assert scenario in SCENARIOS, f"line {number + 1}: {scenario} is not run by this module"
+        above = lines[number - 1].strip() if number else ""
+        assert "#" in line or above.startswith("#"), f"line {number + 1} has no reason: {line!r}"
+    assert entries > 0
