@@ -17,8 +17,10 @@ from typing import IO, TYPE_CHECKING, Any, Literal
 from mcp_tasks._clock import Deadline, check_timeout
 from mcp_tasks._errors import (
     CONNECTION_CLOSED,
+    HEADER_MISMATCH,
     INTERNAL_ERROR,
     INVALID_PARAMS,
+    UNSUPPORTED_PROTOCOL_VERSION,
     InputError,
     McpError,
     RequestTimeout,
@@ -37,6 +39,8 @@ from mcp_tasks._wire import (
     decode_response,
     malformed,
     merge_meta,
+    param_header_values,
+    param_headers,
     request,
 )
 from mcp_tasks.transports._base import Transport
@@ -73,6 +77,7 @@ UNSET: Any = _Unset()
 
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_INPUT_ROUNDS = 10
+MAX_PAGES = 1000
 STATE_ONLY_PACE = 0.25
 
 
@@ -118,6 +123,7 @@ class Client:
         self._ids = itertools.count(1)
         self._ids_lock = threading.Lock()
         self._discovered: dict[str, Any] | None = None
+        self._tool_headers: dict[str, dict[str, str] | None] = {}
         self._closed = False
 
     # -- construction -------------------------------------------------------------------------
@@ -234,6 +240,8 @@ class Client:
             result, request_meta = self._exchange(method, sent, limit, meta)
             result_type = result.get("resultType", "complete")
             if result_type == "complete":
+                if method == "tools/list":
+                    self._learn_tools(result)
                 return result
             if result_type == "input_required":
                 if not answer_input:
@@ -268,7 +276,37 @@ class Client:
         if arguments is not None and not isinstance(arguments, Mapping):
             raise TypeError(f"arguments must be a dict or None, got {type(arguments).__name__}")
         params = {"name": name, "arguments": dict(arguments or {})}
+        try:
+            return self.request("tools/call", params, timeout=timeout, meta=meta, answer_input=answer_input)
+        except McpError as exc:
+            # An HTTP server that wants Mcp-Param headers this client could not know: learn the
+            # tool's schema from tools/list and try once more.
+            if exc.code != HEADER_MISMATCH or name in self._tool_headers:
+                raise
+            self.list_tools(timeout=timeout)
+            if not self._tool_headers.get(name):
+                raise
         return self.request("tools/call", params, timeout=timeout, meta=meta, answer_input=answer_input)
+
+    def list_tools(
+        self, *, timeout: float | None = UNSET, meta: Mapping[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        """Every tool the server lists (all pages), without those whose ``x-mcp-header``
+        annotations a client must refuse (each left out with a warning).
+        """
+        tools: list[dict[str, Any]] = []
+        cursor: str | None = None
+        for _ in range(MAX_PAGES):
+            page = self.request("tools/list", {"cursor": cursor} if cursor else None, timeout=timeout, meta=meta)
+            listed = page.get("tools")
+            if not isinstance(listed, list):
+                raise malformed("The tools/list result has no tools list", page)
+            tools.extend(t for t in listed if isinstance(t, dict) and self._acceptable(t))
+            next_cursor = page.get("nextCursor")
+            if not isinstance(next_cursor, str) or not next_cursor:
+                return tools
+            cursor = next_cursor
+        raise malformed(f"tools/list went on for more than {MAX_PAGES} pages")
 
     def discover(self, *, timeout: float | None = UNSET) -> dict[str, Any]:
         """Send ``server/discover`` and cache its result (see `server_capabilities`)."""
@@ -362,12 +400,49 @@ class Client:
         if own_meta is not None and not isinstance(own_meta, Mapping):
             raise TypeError("params['_meta'] must be a dict")
         request_meta = merge_meta(self._envelope, own_meta, meta)
-        request_id = self._next_id()
-        message = request(request_id, method, {**params, "_meta": request_meta})
-        log.debug("-> %s #%s", method, request_id)
-        response = self._transport.request(message, timeout)
-        result = decode_response(response)
-        return result, request_meta
+        headers = None
+        if method == "tools/call":
+            annotated = self._tool_headers.get(params.get("name"))  # type: ignore[arg-type]
+            headers = param_header_values(annotated, params.get("arguments")) if annotated else None
+        for attempt in (1, 2):
+            request_id = self._next_id()
+            message = request(request_id, method, {**params, "_meta": request_meta})
+            log.debug("-> %s #%s", method, request_id)
+            try:
+                return decode_response(self._transport.request(message, timeout, headers)), request_meta
+            except McpError as exc:
+                if attempt == 2 or not self._may_retry_version(exc, request_meta):
+                    raise
+                log.debug("the server refused protocol version %s but lists it; trying once more", PROTOCOL_VERSION)
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _may_retry_version(error: McpError, request_meta: Mapping[str, Any]) -> bool:
+        """-32022 whose supported list holds the version this request used: worth one retry."""
+        if error.code != UNSUPPORTED_PROTOCOL_VERSION or not isinstance(error.data, dict):
+            return False
+        supported = error.data.get("supported")
+        return isinstance(supported, list) and request_meta.get(META_PROTOCOL_VERSION) in supported
+
+    def _acceptable(self, tool: dict[str, Any]) -> bool:
+        name = tool.get("name")
+        return isinstance(name, str) and self._tool_headers.get(name, {}) is not None
+
+    def _learn_tools(self, result: Mapping[str, Any]) -> None:
+        """Remember which arguments of each listed tool travel in Mcp-Param headers (None marks a
+        tool whose annotations are invalid).
+        """
+        listed = result.get("tools")
+        if not isinstance(listed, list):
+            return
+        for tool in listed:
+            if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+                continue
+            try:
+                self._tool_headers[tool["name"]] = param_headers(tool.get("inputSchema"))
+            except ValueError as exc:
+                log.warning("leaving out tool %r: %s", tool["name"], exc)
+                self._tool_headers[tool["name"]] = None
 
     @staticmethod
     def _extension_result(method: str, result_type: object, request_meta: Mapping[str, Any]) -> bool:

@@ -25,12 +25,16 @@ __all__ = [
     "TASKS_EXTENSION",
     "declares_extension",
     "decode_header_value",
+    "decode_response",
     "dumps",
     "encode_header_value",
     "loads",
+    "malformed",
     "mcp_name",
     "merge_meta",
     "notification",
+    "param_header_values",
+    "param_headers",
     "request",
     "subscription_id",
 ]
@@ -143,6 +147,63 @@ def decode_header_value(value: str) -> str:
         except (binascii.Error, UnicodeDecodeError) as exc:
             raise ValueError(f"malformed base64 header value: {exc}") from exc
     return value
+
+
+_TOKEN = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_HEADER_TYPES = frozenset({"string", "integer", "boolean"})
+
+
+def param_headers(input_schema: object) -> dict[str, str]:
+    """The arguments a tool mirrors into ``Mcp-Param-{Name}`` headers, from the ``x-mcp-header``
+    annotations of its input schema: ``{argument: header name}``.
+
+    Raises ValueError for an annotation a client must refuse (SEP-2243): an empty name, one that is
+    not an HTTP token (a space, a colon, a non-ASCII or control character), a name used twice
+    (case does not count), or one on a property that is not a string, integer or boolean.
+    """
+    if not isinstance(input_schema, Mapping):
+        return {}
+    properties = input_schema.get("properties")
+    if not isinstance(properties, Mapping):
+        return {}
+    headers: dict[str, str] = {}
+    seen: set[str] = set()
+    for argument, spec in properties.items():
+        if not isinstance(spec, Mapping) or "x-mcp-header" not in spec:
+            continue
+        name = spec["x-mcp-header"]
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"argument {argument!r}: x-mcp-header must be a non-empty string")
+        if not set(name) <= _TOKEN:
+            raise ValueError(f"argument {argument!r}: x-mcp-header {name!r} is not a valid header name")
+        if name.lower() in seen:
+            raise ValueError(f"argument {argument!r}: x-mcp-header {name!r} is used twice")
+        if spec.get("type") not in _HEADER_TYPES:
+            raise ValueError(f"argument {argument!r}: x-mcp-header needs a string, integer or boolean property")
+        seen.add(name.lower())
+        headers[argument] = name
+    return headers
+
+
+def param_header_values(headers: Mapping[str, str], arguments: Mapping[str, Any] | None) -> dict[str, str]:
+    """The ``Mcp-Param-{Name}`` headers of one call: each annotated argument that has a value, as
+    text (``true``/``false`` for booleans), in the base64 form when it is not plain ASCII.
+    """
+    values: dict[str, str] = {}
+    for argument, name in headers.items():
+        value = (arguments or {}).get(argument)
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif isinstance(value, (int, float)):
+            text = json.dumps(value)
+        elif isinstance(value, str):
+            text = value
+        else:
+            continue
+        values["Mcp-Param-" + name] = encode_header_value(text)
+    return values
 
 
 def _plain_header_safe(value: str) -> bool:

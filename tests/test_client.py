@@ -264,13 +264,23 @@ def test_bad_caller_input_is_a_value_or_type_error(client: mt.Client) -> None:
         mt.Client.direct(object())  # type: ignore[arg-type]
 
 
-def test_unknown_tool_and_bad_arguments_are_invalid_params(client: mt.Client) -> None:
+def test_an_unknown_tool_is_invalid_params_and_bad_arguments_a_tool_error(client: mt.Client) -> None:
     with pytest.raises(mt.McpError) as unknown:
         client.call_tool("no_such_tool")
     assert unknown.value.code == -32602
-    with pytest.raises(mt.McpError) as missing:
-        client.call_tool("greet", {})
-    assert missing.value.code == -32602
-    with pytest.raises(mt.McpError) as wrong_type:
-        client.call_tool("greet", {"name": 3})
-    assert wrong_type.value.code == -32602
+    missing = client.call_tool("greet", {})
+    assert missing["isError"] is True
+    assert "Missing argument 'name'" in missing["content"][0]["text"]
+    wrong_type = client.call_tool("greet", {"name": 3})
+    assert wrong_type["isError"] is True
+    assert mt.call_and_await(client, "slow_compute", {"label": 7})["isError"] is True
+
+
+def test_list_tools_leaves_out_refused_annotations(client: mt.Client, caplog: pytest.LogCaptureFixture) -> None:
+    names = {tool["name"] for tool in client.list_tools()}
+    assert {"greet", "routed", "slow_compute"} <= names
+    assert "badly_annotated" not in names
+    assert "leaving out tool 'badly_annotated'" in caplog.text
+    raw = client.request("tools/list")
+    assert "badly_annotated" in {tool["name"] for tool in raw["tools"]}
+    assert (raw["ttlMs"], raw["cacheScope"]) == (0, "private")

@@ -100,4 +100,3 @@ def test_every_public_name_has_a_docstring() -> None:
             if name in ("__version__", "UNSET"):
                 continue
             assert getattr(module, name).__doc__, f"{module.__name__}.{name} has no docstring"
-

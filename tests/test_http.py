@@ -242,6 +242,43 @@ def test_a_bad_url_is_a_value_error() -> None:
         mt.Client.http("ftp://example.com")
 
 
+def test_annotated_arguments_travel_in_mcp_param_headers(recorded: tuple[Recorder, str]) -> None:
+    recorder, url = recorded
+    with mt.Client.http(url) as client:
+        client.list_tools()
+        arguments = {"region": "Hello, 世界", "priority": 42, "verbose": False, "note": "not a header"}
+        assert client.call_tool("routed", arguments)["structuredContent"] == {"arguments": arguments}
+        sent = recorder.seen[-1]
+        assert sent["mcp-param-region"] == "=?base64?SGVsbG8sIOS4lueVjA==?="
+        assert (sent["mcp-param-priority"], sent["mcp-param-verbose"]) == ("42", "false")
+        assert not [h for h in sent if h.startswith("mcp-param-") and "note" in h]
+        client.call_tool("routed", {"region": "us west 1", "verbose": None})
+        sent = recorder.seen[-1]
+        assert sent["mcp-param-region"] == "us west 1"
+        assert "mcp-param-verbose" not in sent and "mcp-param-priority" not in sent
+
+
+def test_a_call_the_server_refuses_for_a_missing_param_header_is_retried_after_listing(
+    recorded: tuple[Recorder, str],
+) -> None:
+    recorder, url = recorded
+    with mt.Client.http(url) as client:
+        assert client.call_tool("routed", {"region": "eu"})["structuredContent"] == {"arguments": {"region": "eu"}}
+    methods = [h["mcp-method"] for h in recorder.seen]
+    assert methods == ["tools/call", "tools/list", "tools/call"]
+    assert recorder.seen[-1]["mcp-param-region"] == "eu"
+
+
+def test_the_server_checks_param_headers(url: str) -> None:
+    call = {"name": "routed", "arguments": {"region": "eu"}}
+    missing = post(url, "tools/call", call, **{"Mcp-Name": "routed"})
+    assert (missing.status_code, missing.json()["error"]["code"]) == (400, -32020)
+    wrong = post(url, "tools/call", call, **{"Mcp-Name": "routed", "Mcp-Param-Region": "us"})
+    assert wrong.json()["error"]["code"] == -32020
+    right = post(url, "tools/call", call, **{"Mcp-Name": "routed", "Mcp-Param-Region": "=?base64?ZXU=?="})
+    assert right.status_code == 200
+
+
 # -- sessions, auth, cookies -------------------------------------------------------------------
 
 

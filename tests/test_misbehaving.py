@@ -40,6 +40,14 @@ def test_malformed_responses_are_transport_errors(rogue: mt.Client, tool: str) -
     assert error.value.kind == "transport"
 
 
+def test_a_refused_version_that_the_server_lists_is_tried_once_more(rogue: mt.Client) -> None:
+    assert rogue.call_tool("refuse_version_once")["content"][0]["text"] == "ok"
+    with pytest.raises(mt.McpError) as refused:
+        rogue.call_tool("refuse_version")
+    assert refused.value.code == -32022
+    assert refused.value.data == {"supported": ["1999-01-01"], "requested": "2026-07-28"}
+
+
 def test_an_unknown_result_type_is_refused(rogue: mt.Client) -> None:
     with pytest.raises(mt.McpError, match="unknown resultType 'mystery'"):
         rogue.call_tool("weird_type")

@@ -106,6 +106,7 @@ def test_negotiation(harness: Harness) -> None:
     discovered = client.discover()
     assert discovered["capabilities"]["extensions"] == {"io.modelcontextprotocol/tasks": {}}
     assert "tasks" not in discovered["capabilities"]
+    assert (discovered["ttlMs"], discovered["cacheScope"]) == (0, "public")
     greet = raw(client, "tools/call", {"name": "greet", "arguments": {"name": "x"}})
     assert greet["resultType"] == "complete"
     optional = raw(client, "tools/call", {"name": "slow_compute", "arguments": {}}, meta=UNDECLARED)
@@ -265,9 +266,8 @@ def test_task_id_length_limits(harness: Harness) -> None:
         error = error_of(lambda m=method: raw(client, m, {"taskId": long_id, "inputResponses": {}}))
         assert error == {"code": -32602, "message": "taskId is longer than 256 bytes"}
     assert error_of(lambda: raw(client, "tasks/get", {"taskId": "x" * 256})) == UNKNOWN
-    not_a_string = error_of(lambda: raw(client, "tasks/get", {"taskId": 5}))["code"]
-    # Over HTTP the header check comes first: a number cannot be mirrored into Mcp-Name.
-    assert not_a_string == (-32020 if harness.transport == "http" else -32602)
+    assert error_of(lambda: raw(client, "tasks/get", {"taskId": 5}))["code"] == -32602
+    assert error_of(lambda: raw(client, "tasks/get", {}))["code"] == -32602
 
 
 def test_synchronous_calls_when_tasks_are_off(harness: Harness) -> None:

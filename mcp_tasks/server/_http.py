@@ -18,7 +18,7 @@ import socket
 import sys
 import threading
 import urllib.parse
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from types import TracebackType
 from typing import Any, Protocol
@@ -32,7 +32,15 @@ from mcp_tasks._errors import (
     McpError,
 )
 from mcp_tasks._threads import join_all, start_thread
-from mcp_tasks._wire import META_PROTOCOL_VERSION, NAME_PARAMS, decode_header_value, dumps, loads
+from mcp_tasks._wire import (
+    META_PROTOCOL_VERSION,
+    NAME_PARAMS,
+    decode_header_value,
+    dumps,
+    loads,
+    param_header_values,
+    param_headers,
+)
 from mcp_tasks.server._exchange import Exchange
 from mcp_tasks.server._server import Server
 
@@ -122,7 +130,7 @@ class McpWsgiApp:
             return _json(start_response, "400 Bad Request", _error(None, McpError(PARSE_ERROR, "Parse error")))
         if not isinstance(message, dict):
             return _json(start_response, "400 Bad Request", _error(None, McpError(INVALID_REQUEST, "Invalid Request")))
-        mismatch = _check_headers(environ, message)
+        mismatch = _check_headers(environ, message, getattr(self.server, "tools", {}))
         if mismatch is not None:
             return _json(start_response, "400 Bad Request", _error(message.get("id"), mismatch))
         principal = environ.get("HTTP_AUTHORIZATION")
@@ -200,7 +208,26 @@ class McpWsgiApp:
             self._exchanges.discard(exchange)
 
 
-def _check_headers(environ: Environ, message: dict[str, Any]) -> McpError | None:
+def _check_param_headers(environ: Environ, params: dict[str, Any], tools: Mapping[str, Any]) -> McpError | None:
+    """Each annotated argument of the tool must come in its Mcp-Param header, equal to the body."""
+    tool = tools.get(params.get("name"))  # type: ignore[arg-type]
+    if tool is None:
+        return None
+    try:
+        annotated = param_headers(getattr(tool, "input_schema", None))
+    except ValueError:
+        return None
+    arguments = params.get("arguments")
+    for header, expected in param_header_values(annotated, arguments if isinstance(arguments, dict) else {}).items():
+        sent = environ.get("HTTP_" + header.upper().replace("-", "_"))
+        if sent is None:
+            return McpError(HEADER_MISMATCH, f"Header mismatch: {header} header is missing")
+        if decode_header_value(sent) != decode_header_value(expected):
+            return McpError(HEADER_MISMATCH, f"Header mismatch: {header} does not match the argument")
+    return None
+
+
+def _check_headers(environ: Environ, message: dict[str, Any], tools: Mapping[str, Any]) -> McpError | None:
     params = message.get("params")
     params = params if isinstance(params, dict) else {}
     meta = params.get("_meta")
@@ -221,12 +248,14 @@ def _check_headers(environ: Environ, message: dict[str, Any]) -> McpError | None
         if header_method != method:
             return McpError(HEADER_MISMATCH, f"Header mismatch: Mcp-Method does not match the body's method {method!r}")
         key = NAME_PARAMS.get(method)
-        if key is not None:
+        if key is not None and isinstance(params.get(key), str):
             header_name = _decoded(environ.get("HTTP_MCP_NAME"))
             if header_name is None:
                 return McpError(HEADER_MISMATCH, f"Header mismatch: Mcp-Name header is missing (params.{key})")
             if header_name != params.get(key):
                 return McpError(HEADER_MISMATCH, f"Header mismatch: Mcp-Name does not match params.{key}")
+        if method == "tools/call":
+            return _check_param_headers(environ, params, tools)
     except ValueError as exc:
         return McpError(HEADER_MISMATCH, f"Header mismatch: {exc}")
     return None

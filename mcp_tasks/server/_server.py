@@ -222,7 +222,8 @@ class Server:
         if method == "server/discover":
             return self._discover()
         if method == "tools/list":
-            return {"resultType": "complete", "tools": [t.definition() for t in self.tools.values()]}
+            tools = [t.definition() for t in self.tools.values()]
+            return {"resultType": "complete", "tools": tools, "ttlMs": 0, "cacheScope": "private"}
         if method == "tools/call":
             return self._call_tool(params, exchange, meta)
         if method == "subscriptions/listen" and self.listen_enabled:
@@ -256,6 +257,8 @@ class Server:
             "resultType": "complete",
             "supportedVersions": list(self.supported_versions),
             "capabilities": capabilities,
+            "ttlMs": 0,
+            "cacheScope": "public",
             "_meta": {META_SERVER_INFO: {"name": self.name, "version": self.version}},
         }
 
@@ -266,7 +269,11 @@ class Server:
         tool = self.tools.get(name) if isinstance(name, str) else None
         if tool is None:
             raise McpError(INVALID_PARAMS, f"Unknown tool: {name}")
-        arguments = tool.check_arguments(params.get("arguments"))
+        try:
+            arguments = tool.check_arguments(params.get("arguments"))
+        except McpError as exc:
+            # Arguments that do not fit the schema are the tool's error, for the model to see.
+            return {"resultType": "complete", **error_result(exc.message)}
         declared = self.tasks_enabled and declares_extension(meta, TASKS_EXTENSION)
         if tool.task_support == "required" and not declared:
             raise McpError(

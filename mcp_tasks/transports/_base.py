@@ -7,7 +7,7 @@ from __future__ import annotations
 import abc
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from mcp_tasks._clock import get_sliced
@@ -38,11 +38,12 @@ class Transport(abc.ABC):
     """One connection to a server. Safe to share between threads."""
 
     @abc.abstractmethod
-    def request(self, message: Message, timeout: float | None) -> Message:
+    def request(self, message: Message, timeout: float | None, headers: Mapping[str, str] | None = None) -> Message:
         """Send a request and return the response message that answers it.
 
-        Raises `RequestTimeout` when no response came within `timeout` (the request is then
-        cancelled as the transport can), and `TransportError` when the connection failed.
+        `headers` are extra HTTP headers for this request (``Mcp-Param-*``); other transports have
+        none to send. Raises `RequestTimeout` when no response came within `timeout` (the request
+        is then cancelled as the transport can), and `TransportError` when the connection failed.
         """
 
     @abc.abstractmethod

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from mcp_tasks._clock import wait_sliced
@@ -52,7 +53,7 @@ class DirectTransport(Transport):
         self._numbers = itertools.count(1)
         self._closed = False
 
-    def request(self, message: Message, timeout: float | None) -> Message:
+    def request(self, message: Message, timeout: float | None, headers: Mapping[str, str] | None = None) -> Message:
         """See `Transport.request`."""
         self._check_open()
         wire = _over_the_wire(message)

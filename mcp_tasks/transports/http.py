@@ -96,10 +96,10 @@ class HttpTransport(Transport):
 
     # -- Transport ----------------------------------------------------------------------------
 
-    def request(self, message: Message, timeout: float | None) -> Message:
+    def request(self, message: Message, timeout: float | None, headers: Mapping[str, str] | None = None) -> Message:
         """See `Transport.request`."""
         deadline = Deadline(timeout)
-        response = self._post(message, timeout)
+        response = self._post(message, timeout, extra=headers)
         try:
             if response.status_code == 202:
                 raise malformed(f"The server answered the request {message.get('method')} with 202 and no body")
@@ -175,7 +175,14 @@ class HttpTransport(Transport):
             headers["Accept-Encoding"] = "identity"
         return headers
 
-    def _post(self, message: Message, timeout: float | None, *, listen: bool = False) -> requests.Response:
+    def _post(
+        self,
+        message: Message,
+        timeout: float | None,
+        *,
+        listen: bool = False,
+        extra: Mapping[str, str] | None = None,
+    ) -> requests.Response:
         if self._closed:
             raise TransportError("the client is closed")
         body = dump_json(message)
@@ -183,6 +190,8 @@ class HttpTransport(Transport):
         prepared.method = "POST"
         prepared.url = self.url
         prepared.headers = self._headers(message, listen)
+        if extra:
+            prepared.headers.update(extra)
         prepared.body = body
         prepared.headers["Content-Length"] = str(len(body))
         if self._session.cookies:

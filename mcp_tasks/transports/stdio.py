@@ -78,7 +78,7 @@ class StdioTransport(Transport):
 
     # -- the client's side -------------------------------------------------------------------
 
-    def request(self, message: Message, timeout: float | None) -> Message:
+    def request(self, message: Message, timeout: float | None, headers: Mapping[str, str] | None = None) -> Message:
         """See `Transport.request`. A timed-out request is cancelled with notifications/cancelled."""
         key = message["id"]
         pending = _Pending()
