@@ -3,12 +3,15 @@ stream of request-scoped notifications ending with the response.
 
 Headers follow the spec: ``MCP-Protocol-Version``, ``Mcp-Method``, and ``Mcp-Name`` (the tool
 name, the uri, or ``params.taskId`` on tasks/get, tasks/update and tasks/cancel), in the
-``=?base64?…?=`` form when a value is not plain visible ASCII.
+``=?base64?…?=`` form when a value is not plain visible ASCII; ``Mcp-Param-*`` headers come from
+the client for tools whose arguments are annotated ``x-mcp-header``.
 
-Speed: what requests does per call in `Session.request` (environment and proxy lookups, settings
-merges, hooks) is done once per client here; each message is a prepared request sent straight to
-the session's adapter. Proxies and certificates from the environment, the session's headers,
-cookies, auth and mounted adapters all still apply.
+Speed: what requests does per call (environment and proxy lookups, settings merges, hooks, the
+pool lookup, building a `requests.Response`) is done once per client here. With a plain adapter,
+no proxy, no auth and no cookies, each message goes straight to the adapter's connection pool
+(urllib3, which requests brings and pins); otherwise through `adapter.send`, so proxies and
+certificates from the environment, the session's headers, cookies, auth and mounted adapters all
+still apply.
 """
 
 from __future__ import annotations
@@ -16,14 +19,16 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+import urllib.parse
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import requests
+import urllib3
 from requests.adapters import HTTPAdapter
 from requests.auth import AuthBase
 from requests.cookies import extract_cookies_to_jar
-from requests.structures import CaseInsensitiveDict
+from requests.utils import select_proxy
 
 from mcp_tasks._clock import Deadline
 from mcp_tasks._errors import McpError, RequestTimeout, TransportError
@@ -39,12 +44,15 @@ from mcp_tasks._wire import dumps as dump_json
 from mcp_tasks.transports._base import Message, Stream, Transport
 from mcp_tasks.transports._sse import SseDecoder
 
-__all__ = ["HttpTransport"]
+__all__ = ["HttpStream", "HttpTransport"]
 
 log = logging.getLogger("mcp_tasks")
 
 DEFAULT_POOL_SIZE = 32
+NOTIFY_TIMEOUT = 30.0
 _READ_SIZE = 65536
+
+Raw = urllib3.BaseHTTPResponse
 
 
 class HttpTransport(Transport):
@@ -78,61 +86,74 @@ class HttpTransport(Transport):
         self._session = session
         template = session.prepare_request(requests.Request("POST", url, headers=dict(headers or {})))
         assert template.url is not None
-        self.url = template.url
-        self._base_headers = CaseInsensitiveDict(template.headers)
-        self._base_headers.pop("Cookie", None)
-        self._base_headers["Content-Type"] = "application/json"
-        self._base_headers["Accept"] = "application/json, text/event-stream"
-        self._auth = _auth(auth) if auth is not None else _auth(session.auth) if session.auth else None
+        self.url: str = template.url
+        parts = urllib.parse.urlsplit(self.url)
+        self._path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        base = {key: value for key, value in template.headers.items() if key.lower() != "cookie"}
+        base["Content-Type"] = "application/json"
+        base["Accept"] = "application/json, text/event-stream"
+        self._base_headers = base
+        self._auth: Any = _auth(auth) if auth is not None else _auth(session.auth) if session.auth else None
         settings = session.merge_environment_settings(self.url, dict(proxies or {}), True, verify, cert)
         self._verify: Any = settings["verify"]
         self._cert: Any = settings["cert"]
         self._proxies: Any = settings["proxies"]
         self._adapter = session.get_adapter(self.url)
+        self._pool = self._direct_pool(template)
         self._cookie_lock = threading.Lock()
         self._streams: set[HttpStream] = set()
         self._lock = threading.Lock()
         self._closed = False
+
+    def _direct_pool(self, template: requests.PreparedRequest) -> Any:
+        """The adapter's connection pool for this URL, when messages may go straight to it."""
+        adapter = self._adapter
+        if type(adapter) is not HTTPAdapter or select_proxy(self.url, self._proxies):
+            return None
+        connect = getattr(adapter, "get_connection_with_tls_context", None)
+        if connect is None:  # requests older than 2.32
+            return None
+        pool = connect(template, self._verify, proxies=self._proxies, cert=self._cert)
+        adapter.cert_verify(pool, self.url, self._verify, self._cert)  # type: ignore[no-untyped-call]
+        return pool
 
     # -- Transport ----------------------------------------------------------------------------
 
     def request(self, message: Message, timeout: float | None, headers: Mapping[str, str] | None = None) -> Message:
         """See `Transport.request`."""
         deadline = Deadline(timeout)
-        response = self._post(message, timeout, extra=headers)
+        raw = self._send(message, timeout, extra=headers)
         try:
-            if response.status_code == 202:
+            if raw.status == 202:
                 raise malformed(f"The server answered the request {message.get('method')} with 202 and no body")
-            if _is_event_stream(response):
-                return self._answer_from_stream(response, message["id"], deadline, timeout)
-            return _json_message(response)
-        except requests.RequestException as exc:
-            raise _failure(exc, timeout) from exc
+            if _is_event_stream(raw):
+                return self._answer_from_stream(raw, message["id"], deadline)
+            return _json_message(raw, _read_body(raw, timeout))
         except TimeoutError as exc:
             assert timeout is not None
             raise RequestTimeout(timeout) from exc
         finally:
-            response.close()
+            _finish(raw)
 
     def notify(self, message: Message) -> None:
         """See `Transport.notify`. The server answers 202 with no body."""
-        response = self._post(message, 30.0)
+        raw = self._send(message, NOTIFY_TIMEOUT)
         try:
-            if response.status_code >= 400:
-                raise _http_error(response)
+            if raw.status >= 400:
+                raise _http_error(raw, _read_body(raw, NOTIFY_TIMEOUT))
         finally:
-            response.close()
+            _finish(raw)
 
     def open_stream(self, message: Message, timeout: float | None) -> Stream:
         """See `Transport.open_stream`: the POST's response is the stream (SSE), or one error."""
-        response = self._post(message, timeout, listen=True)
-        if not _is_event_stream(response):
+        raw = self._send(message, timeout, listen=True)
+        if not _is_event_stream(raw):
             try:
-                single = _json_message(response)
+                single = _json_message(raw, _read_body(raw, timeout))
             finally:
-                response.close()
+                _finish(raw)
             return _SingleMessage(single)
-        stream = HttpStream(response, self._forget)
+        stream = HttpStream(raw, self._forget)
         with self._lock:
             self._streams.add(stream)
         return stream
@@ -158,8 +179,8 @@ class HttpTransport(Transport):
         with self._lock:
             self._streams.discard(stream)
 
-    def _headers(self, message: Message, listen: bool) -> CaseInsensitiveDict[str]:
-        headers = self._base_headers.copy()
+    def _headers(self, message: Message, listen: bool) -> dict[str, str]:
+        headers = dict(self._base_headers)
         params = message.get("params")
         params = params if isinstance(params, dict) else {}
         meta = params.get("_meta")
@@ -175,46 +196,71 @@ class HttpTransport(Transport):
             headers["Accept-Encoding"] = "identity"
         return headers
 
-    def _post(
+    def _send(
         self,
         message: Message,
         timeout: float | None,
         *,
         listen: bool = False,
         extra: Mapping[str, str] | None = None,
-    ) -> requests.Response:
+    ) -> Raw:
+        """POST one message; the urllib3 response, its body not read yet."""
         if self._closed:
             raise TransportError("the client is closed")
         body = dump_json(message)
+        headers = self._headers(message, listen)
+        if extra:
+            headers.update(extra)
+        headers["Content-Length"] = str(len(body))
+        limits = urllib3.Timeout(connect=timeout, read=timeout)
+        try:
+            if self._pool is not None and self._auth is None and not self._session.cookies:
+                raw = self._pool.urlopen(
+                    "POST",
+                    self._path,
+                    body=body,
+                    headers=headers,
+                    retries=self._adapter.max_retries,  # type: ignore[attr-defined]
+                    timeout=limits,
+                    preload_content=False,
+                    decode_content=False,
+                    redirect=False,
+                    assert_same_host=False,
+                )
+                if "set-cookie" in raw.headers:
+                    self._keep_cookies(self._prepared(headers, body), raw)
+                return raw  # type: ignore[no-any-return]
+            prepared = self._prepared(headers, body)
+            both: Any = (timeout, timeout)
+            response = self._adapter.send(
+                prepared, stream=True, timeout=both, verify=self._verify, cert=self._cert, proxies=self._proxies
+            )
+            if response.cookies:
+                self._keep_cookies(prepared, response.raw)
+            raw_response: Raw = response.raw
+            return raw_response
+        except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
+            raise _failure(exc, timeout) from exc
+
+    def _prepared(self, headers: dict[str, str], body: bytes) -> requests.PreparedRequest:
         prepared = requests.PreparedRequest()
         prepared.method = "POST"
         prepared.url = self.url
-        prepared.headers = self._headers(message, listen)
-        if extra:
-            prepared.headers.update(extra)
+        prepared.headers = requests.structures.CaseInsensitiveDict(headers)
         prepared.body = body
-        prepared.headers["Content-Length"] = str(len(body))
         if self._session.cookies:
             with self._cookie_lock:
                 prepared.prepare_cookies(self._session.cookies)
         if self._auth is not None:
             prepared.prepare_auth(self._auth)
-        try:
-            limits: Any = (timeout, timeout)
-            response = self._adapter.send(
-                prepared, stream=True, timeout=limits, verify=self._verify, cert=self._cert, proxies=self._proxies
-            )
-        except requests.RequestException as exc:
-            raise _failure(exc, timeout) from exc
-        if response.cookies:
-            with self._cookie_lock:
-                extract_cookies_to_jar(self._session.cookies, prepared, response.raw)  # type: ignore[no-untyped-call]
-        return response
+        return prepared
 
-    def _answer_from_stream(
-        self, response: requests.Response, request_id: object, deadline: Deadline, timeout: float | None
-    ) -> Message:
-        for message in _messages(response, deadline):
+    def _keep_cookies(self, prepared: requests.PreparedRequest, raw: Raw) -> None:
+        with self._cookie_lock:
+            extract_cookies_to_jar(self._session.cookies, prepared, raw)  # type: ignore[no-untyped-call]
+
+    def _answer_from_stream(self, raw: Raw, request_id: object, deadline: Deadline) -> Message:
+        for message in _messages(raw, deadline):
             if "method" in message:
                 log.debug("request-scoped notification %s", message.get("method"))
                 continue
@@ -231,45 +277,36 @@ class HttpStream(Stream):
     a timeout that expires leaves the stream unusable (the caller closes it).
     """
 
-    def __init__(self, response: requests.Response, on_close: Any = None) -> None:
-        self._response = response
+    def __init__(self, raw: Raw, on_close: Any = None) -> None:
+        self._raw = raw
         self._decoder = SseDecoder()
         self._ready: list[Message] = []
         self._ended = False
         self._closed = threading.Event()
         self._on_close = on_close
-        self._sock = _socket_of(response)
+        self._sock = _socket_of(raw)
 
     def read(self, timeout: float | None) -> Message | None:
         """See `Stream.read`."""
         while not self._ready:
-            if self._ended:
+            if self._ended or self._closed.is_set():
                 return None
-            if self._closed.is_set():
-                return None
-            self._set_timeout(timeout)
+            _set_timeout(self._sock, timeout)
             try:
-                chunk = _read_chunk(self._response)
-            except TimeoutError as exc:
-                self._ended = True
-                raise TimeoutError("no message within the timeout") from exc
-            except (requests.RequestException, OSError, ValueError) as exc:
+                chunk = _read_chunk(self._raw)
+            except Exception as exc:
                 self._ended = True
                 if self._closed.is_set():
                     return None
-                raise TransportError(f"the listen stream broke: {exc}", cause=exc) from exc
-            except Exception as exc:  # urllib3 errors that requests does not wrap
-                self._ended = True
-                if self._closed.is_set():
-                    return None
+                if _is_timeout(exc):
+                    raise TimeoutError("no message within the timeout") from exc
                 raise TransportError(f"the listen stream broke: {exc!r}", cause=exc) from exc
             if not chunk:
                 self._ended = True
                 return None
             for event in self._decoder.feed(chunk):
-                if event.event != "message":
-                    continue
-                self._ready.append(_parse_event(event.data))
+                if event.event == "message":
+                    self._ready.append(_parse_event(event.data))
         return self._ready.pop(0)
 
     def close(self) -> None:
@@ -282,16 +319,12 @@ class HttpStream(Stream):
                 self._sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
-        self._response.close()
+        try:
+            self._raw.close()
+        except Exception as exc:  # a reader may be inside it; it is going away anyway
+            log.debug("closing a listen response: %r", exc)
         if self._on_close is not None:
             self._on_close(self)
-
-    def _set_timeout(self, timeout: float | None) -> None:
-        if self._sock is not None:
-            try:
-                self._sock.settimeout(timeout)
-            except OSError:
-                pass
 
 
 class _SingleMessage(Stream):
@@ -314,35 +347,55 @@ def _auth(auth: Any) -> Any:
     return auth
 
 
-def _is_event_stream(response: requests.Response) -> bool:
-    return response.headers.get("Content-Type", "").split(";")[0].strip().lower() == "text/event-stream"
+def _is_event_stream(raw: Raw) -> bool:
+    content_type: str = raw.headers.get("Content-Type", "")
+    return content_type.split(";")[0].strip().lower() == "text/event-stream"
 
 
-def _json_message(response: requests.Response) -> Message:
+def _read_body(raw: Raw, timeout: float | None) -> bytes:
+    try:
+        return raw.read()
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise _failure(exc, timeout) from exc
+
+
+def _finish(raw: Raw) -> None:
+    """Done with a response. urllib3 gave the connection back to the pool when the body was read
+    to its end; one left unread (an SSE stream cut short, an error) is dropped here.
+    """
+    raw.close()
+
+
+def _json_message(raw: Raw, body: bytes) -> Message:
     """The JSON-RPC message in a response body; an error status without one is a transport error."""
-    body = response.content
     try:
         message = loads(body) if body else None
     except ValueError:
         message = None
     if isinstance(message, dict) and ("result" in message or "error" in message):
         return message
-    if response.status_code >= 400:
-        raise _http_error(response)
-    raise malformed(f"The server answered HTTP {response.status_code} without a JSON-RPC message", body[:200])
+    if raw.status >= 400:
+        raise _http_error(raw, body)
+    raise malformed(f"The server answered HTTP {raw.status} without a JSON-RPC message", body[:200])
 
 
-def _http_error(response: requests.Response) -> McpError:
-    body = response.content[:200].decode(errors="replace").strip()
-    detail = f": {body}" if body else ""
-    return TransportError(
-        f"HTTP {response.status_code} {response.reason or ''}".rstrip() + detail,
-        data={"status": response.status_code},
-    )
+def _http_error(raw: Raw, body: bytes) -> McpError:
+    text = body[:200].decode(errors="replace").strip()
+    detail = f": {text}" if text else ""
+    return TransportError(f"HTTP {raw.status} {raw.reason or ''}".rstrip() + detail, data={"status": raw.status})
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    reason = getattr(exc, "reason", None)
+    if isinstance(exc, urllib3.exceptions.MaxRetryError) and reason is not None:
+        exc = reason
+    if isinstance(exc, urllib3.exceptions.NewConnectionError):  # a ConnectTimeoutError only by ancestry
+        return False
+    return isinstance(exc, (TimeoutError, requests.Timeout, urllib3.exceptions.TimeoutError))
 
 
 def _failure(exc: BaseException, timeout: float | None) -> McpError:
-    if isinstance(exc, requests.Timeout) and timeout is not None:
+    if timeout is not None and _is_timeout(exc):
         return RequestTimeout(timeout)
     return TransportError(f"HTTP request failed: {exc}", cause=exc)
 
@@ -357,17 +410,21 @@ def _parse_event(data: str) -> Message:
     return message
 
 
-def _messages(response: requests.Response, deadline: Deadline) -> Iterator[Message]:
+def _messages(raw: Raw, deadline: Deadline) -> Iterator[Message]:
     """The JSON-RPC messages of an SSE response, within the deadline."""
     decoder = SseDecoder()
-    sock = _socket_of(response)
+    sock = _socket_of(raw)
     while True:
         left = deadline.remaining()
         if left is not None and left <= 0:
             raise TimeoutError("the deadline passed")
-        if sock is not None:
-            sock.settimeout(left)
-        chunk = _read_chunk(response)
+        _set_timeout(sock, left)
+        try:
+            chunk = _read_chunk(raw)
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            if _is_timeout(exc):
+                raise TimeoutError("the deadline passed") from exc
+            raise TransportError(f"the SSE response broke: {exc!r}", cause=exc) from exc
         if not chunk:
             return
         for event in decoder.feed(chunk):
@@ -375,18 +432,26 @@ def _messages(response: requests.Response, deadline: Deadline) -> Iterator[Messa
                 yield _parse_event(event.data)
 
 
-def _read_chunk(response: requests.Response) -> bytes:
-    raw = response.raw
+def _read_chunk(raw: Raw) -> bytes:
+    """What has arrived of the body (at least one byte, or b"" at its end)."""
     read1 = getattr(raw, "read1", None)
     if read1 is not None:
         data: bytes = read1(_READ_SIZE)
         return data
-    fallback: Any = raw._fp
+    fallback: Any = raw._fp  # type: ignore[attr-defined]  # urllib3 1.x: the http.client response
     data = fallback.read1(_READ_SIZE)
     return data
 
 
-def _socket_of(response: requests.Response) -> socket.socket | None:
-    connection = getattr(response.raw, "connection", None) or getattr(response.raw, "_connection", None)
+def _set_timeout(sock: socket.socket | None, timeout: float | None) -> None:
+    if sock is not None:
+        try:
+            sock.settimeout(timeout)
+        except OSError:
+            pass
+
+
+def _socket_of(raw: Raw) -> socket.socket | None:
+    connection = getattr(raw, "connection", None) or getattr(raw, "_connection", None)
     sock = getattr(connection, "sock", None)
     return sock if isinstance(sock, socket.socket) else None

@@ -1,0 +1,210 @@
+"""Client CPU per ``tasks/get`` over HTTP on loopback: mcp_tasks against a naive requests loop
+sending the same bytes, requests' lower layers, and the stdlib floor; fastmcp-tasks' own client too
+when the interop peers are installed (.venv-peers). Not a test: it prints a table of ratios.
+
+    python bench/http_overhead.py [--polls 2000] [--rounds 5]
+
+CPU is this process's (time.process_time); the servers run in processes of their own, so their
+CPU is not counted. The fastmcp-tasks client does not send Mcp-Name on tasks/get, which our
+reference server requires, so that comparison runs against fastmcp-tasks' own server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import urllib.parse
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import requests
+from requests.adapters import HTTPAdapter
+
+import mcp_tasks as mt
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def start_server() -> tuple[subprocess.Popen[str], str]:
+    """The bench server over HTTP in a subprocess; returns it and its URL."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mcp_tasks.server", "bench._server:make", "--http", "127.0.0.1:0"],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    url = process.stdout.readline().strip()
+    if not url.startswith("http"):
+        process.kill()
+        raise SystemExit(f"the bench server did not start: {url!r}")
+    return process, url
+
+
+def cpu_per_call(call: Callable[[], object], polls: int, rounds: int) -> float:
+    """Median over rounds of the calling thread's CPU seconds per call."""
+    for _ in range(50):
+        call()
+    samples = []
+    for _ in range(rounds):
+        start = time.process_time()
+        for _ in range(polls):
+            call()
+        samples.append((time.process_time() - start) / polls)
+    return statistics.median(samples)
+
+
+def peer_python() -> Path | None:
+    """The interop peers' python, when .venv-peers is installed."""
+    python = ROOT / ".venv-peers" / "bin" / "python"
+    return python if python.exists() else None
+
+
+def start_peer_server(python: Path) -> tuple[subprocess.Popen[str], str]:
+    """fastmcp-tasks' server (tests/interop/fastmcp_server.py) over HTTP; returns it and its URL."""
+    process = subprocess.Popen(
+        [str(python), str(ROOT / "tests" / "interop" / "fastmcp_server.py"), "http", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline().strip()
+    if not line.startswith("listening on "):
+        process.kill()
+        raise SystemExit(f"the peer server did not start: {line!r}")
+    return process, f"http://127.0.0.1:{line.rsplit(' ', 1)[1]}/mcp"
+
+
+def against_peer(python: Path, polls: int, rounds: int) -> list[tuple[str, float]]:
+    """mcp_tasks and fastmcp-tasks' client, each polling one task on fastmcp-tasks' server."""
+    process, url = start_peer_server(python)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with mt.Client.http(url, timeout=5) as probe:
+                    probe.discover()
+                break
+            except mt.McpError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        with mt.Client.http(url) as client:
+            task = mt.call_tool(client, "long", {"seconds": 3600})
+            assert isinstance(task, mt.Status)
+            ours = cpu_per_call(lambda: mt.get_task(client, task.task_id), polls, rounds)
+            done = subprocess.run(
+                [
+                    str(python),
+                    str(Path(__file__).with_name("_fastmcp_client.py")),
+                    url,
+                    task.task_id,
+                    str(polls),
+                    str(rounds),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=900,
+            )
+            if done.returncode != 0:
+                raise SystemExit(f"the fastmcp-tasks client failed:\n{done.stderr}")
+            mt.cancel_task(client, task)
+        return [("mcp_tasks get_task", ours), ("fastmcp-tasks 4.1.4 async client", float(done.stdout.strip()))]
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def main() -> None:
+    """Run the benchmark and print the table."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--polls", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    process, url = start_server()
+    try:
+        with mt.Client.http(url) as client:
+            task = mt.call_tool(client, "hold")
+            assert isinstance(task, mt.Status)
+            task_id = task.task_id
+            meta = {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": mt.capabilities(),
+                "io.modelcontextprotocol/clientInfo": {"name": "mcp_tasks", "version": mt.__version__},
+            }
+            body = json.dumps(
+                {"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"taskId": task_id, "_meta": meta}},
+                separators=(",", ":"),
+            ).encode()
+            headers = {
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+                "MCP-Protocol-Version": "2026-07-28",
+                "Mcp-Method": "tasks/get",
+                "Mcp-Name": task_id,
+            }
+            session = requests.Session()
+            prepared = session.prepare_request(requests.Request("POST", url, data=body, headers=headers))
+            adapter = HTTPAdapter()
+            parts = urllib.parse.urlsplit(url)
+            connection = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port)
+
+            def naive() -> Any:
+                return json.loads(session.post(url, data=body, headers=headers, timeout=30).content)
+
+            def session_send() -> Any:
+                return json.loads(session.send(prepared, timeout=30).content)
+
+            def adapter_send() -> Any:
+                return json.loads(adapter.send(prepared, timeout=30).content)
+
+            def stdlib() -> Any:
+                connection.request("POST", parts.path, body, headers)
+                return json.loads(connection.getresponse().read())
+
+            def ours() -> Any:
+                return mt.get_task(client, task_id)
+
+            assert naive()["result"]["status"] == "working"
+            rows: list[tuple[str, float]] = [
+                ("requests Session.post + json.loads (naive)", cpu_per_call(naive, args.polls, args.rounds)),
+                ("mcp_tasks get_task", cpu_per_call(ours, args.polls, args.rounds)),
+                ("requests Session.send (prepared)", cpu_per_call(session_send, args.polls, args.rounds)),
+                ("requests HTTPAdapter.send (prepared)", cpu_per_call(adapter_send, args.polls, args.rounds)),
+                ("stdlib http.client (floor)", cpu_per_call(stdlib, args.polls, args.rounds)),
+            ]
+            mt.cancel_task(client, task_id)
+            connection.close()
+            session.close()
+            adapter.close()
+    finally:
+        process.terminate()
+        process.wait(10)
+    naive_cpu = rows[0][1]
+    print(f"client CPU per tasks/get over HTTP on loopback ({args.polls} polls x {args.rounds} rounds, median)")
+    print("against the mcp_tasks reference server:")
+    print(f"  {'client':45} {'µs/poll':>9} {'× naive':>8}")
+    for name, seconds in rows:
+        print(f"  {name:45} {seconds * 1e6:9.0f} {seconds / naive_cpu:8.2f}")
+    python = peer_python()
+    if python is None:
+        print("(fastmcp-tasks comparison skipped: run `python .ci/peers.py install` first)")
+        return
+    peer_rows = against_peer(python, args.polls, args.rounds)
+    print("against fastmcp-tasks' own server:")
+    print(f"  {'client':45} {'µs/poll':>9} {'× fastmcp':>9}")
+    for name, seconds in peer_rows:
+        print(f"  {name:45} {seconds * 1e6:9.0f} {seconds / peer_rows[1][1]:9.2f}")
+
+
+if __name__ == "__main__":
+    main()

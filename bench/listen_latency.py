@@ -1,0 +1,93 @@
+"""How soon `await_task` returns after the server completes a task: following a listen stream
+against polling, on each transport. Not a test: it prints p50 and p95 and their ratio.
+
+    python bench/listen_latency.py [--tasks 200]
+
+Each task waits on a gate that the wait itself opens (from on_status, once the wait is set up);
+the tool records the moment it completes (time.monotonic, one clock for every process on Linux),
+and the latency is from then until await_task returns. The server suggests polling every 100 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import statistics
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import mcp_tasks as mt
+from mcp_tasks.server import serve_http
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench._server import make_fast  # noqa: E402
+
+
+@contextlib.contextmanager
+def connect(transport: str) -> Iterator[mt.Client]:
+    """A client of the bench server over one transport."""
+    if transport == "stdio":
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        with mt.Client.stdio(sys.executable, ["-m", "mcp_tasks.server", "bench._server:make_fast"], env=env) as client:
+            yield client
+        return
+    server = make_fast()
+    try:
+        if transport == "direct":
+            with mt.Client.direct(server) as client:
+                yield client
+        else:
+            with serve_http(server) as http, mt.Client.http(http.url) as client:
+                yield client
+    finally:
+        server.close()
+
+
+def latencies(client: mt.Client, listen: bool, tasks: int) -> list[float]:
+    """Seconds from each task's completion on the server to await_task returning."""
+    found = []
+    for n in range(tasks):
+        name = f"{'listen' if listen else 'poll'}-{n}"
+        task = mt.call_tool(client, "gated", {"name": name})
+        assert isinstance(task, mt.Status)
+        opened: list[bool] = []
+
+        def open_gate(status: mt.Status, name: str = name, opened: list[bool] = opened) -> None:
+            if not opened:
+                opened.append(True)
+                client.call_tool("release", {"name": name})
+
+        result = mt.await_task(client, task, listen=listen, timeout=30, on_status=open_gate)
+        found.append(time.monotonic() - result["structuredContent"]["done_at"])
+    return found
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+def main() -> None:
+    """Run the benchmark and print the table."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--tasks", type=int, default=200)
+    args = parser.parse_args()
+    print(f"from a task completing on the server to await_task returning ({args.tasks} tasks each, ms)")
+    header = ("transport", "listen p50", "listen p95", "poll p50", "poll p95", "p50 poll/listen")
+    print(f"{header[0]:10} {header[1]:>11} {header[2]:>11} {header[3]:>9} {header[4]:>9} {header[5]:>16}")
+    for transport in ("direct", "stdio", "http"):
+        with connect(transport) as client:
+            listened = latencies(client, True, args.tasks)
+            polled = latencies(client, False, args.tasks)
+        row = [percentile(v, q) * 1000 for v in (listened, polled) for q in (0.5, 0.95)]
+        ratio = statistics.median(polled) / statistics.median(listened)
+        print(f"{transport:10} {row[0]:11.2f} {row[1]:11.2f} {row[2]:9.1f} {row[3]:9.1f} {ratio:16.0f}x")
+
+
+if __name__ == "__main__":
+    main()
