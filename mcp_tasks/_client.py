@@ -18,15 +18,13 @@ from mcp_tasks._clock import Deadline, check_timeout
 from mcp_tasks._errors import (
     CONNECTION_CLOSED,
     HEADER_MISMATCH,
-    INTERNAL_ERROR,
     INVALID_PARAMS,
     UNSUPPORTED_PROTOCOL_VERSION,
-    InputError,
     McpError,
     RequestTimeout,
     TransportError,
 )
-from mcp_tasks._input import InputHandlers, check_response, kind_of, request_params
+from mcp_tasks._input import InputHandlers, NoHandler, answer_all
 from mcp_tasks._subscription import Subscription, check_buffer_options
 from mcp_tasks._version import __version__
 from mcp_tasks._wire import (
@@ -43,7 +41,7 @@ from mcp_tasks._wire import (
     param_headers,
     request,
 )
-from mcp_tasks.transports._base import Transport
+from mcp_tasks.transports._base import Stream, Transport
 
 if TYPE_CHECKING:
     import os
@@ -467,32 +465,14 @@ class Client:
             return {**base, "requestState": state}
         if not isinstance(requests, dict):
             raise malformed("The server sent inputRequests that are not an object", result)
-        plan = []
-        for key in sorted(requests):
-            entry = requests[key]
-            kind = kind_of(entry)
-            handler = self._handlers.for_kind(kind)
-            params = request_params(entry) if isinstance(entry, Mapping) else None
-            if handler is None or params is None:
-                method = entry.get("method") if isinstance(entry, Mapping) else None
-                raise McpError(
-                    INVALID_PARAMS,
-                    f"No input handler for the server's {method or 'malformed'} request"
-                    + (f" ({kind})" if kind else ""),
-                    cause=("no_input_handler", kind, result),
-                )
-            assert kind is not None
-            plan.append((key, kind, handler, params))
-        responses = {}
-        for key, kind, handler, params in plan:
-            try:
-                response = handler(params)
-            except InputError as exc:
-                raise _input_failure(key, exc.reason, result) from exc
-            problem = check_response(kind, response)
-            if problem is not None:
-                raise _input_failure(key, problem, result)
-            responses[key] = response
+        try:
+            responses = answer_all(self._handlers, requests, result)
+        except NoHandler as missing:
+            raise McpError(
+                INVALID_PARAMS,
+                f"No input handler for the server's {missing.kind or 'unknown kind of'} request",
+                cause=("no_input_handler", missing.kind, result),
+            ) from None
         answered = {**base, "inputResponses": responses}
         if state is not None:
             answered["requestState"] = state
@@ -500,7 +480,7 @@ class Client:
 
     def _await_acknowledgement(
         self,
-        stream: Any,
+        stream: Stream,
         listen_id: int,
         deadline: Deadline,
         limit: float | None,
@@ -525,12 +505,3 @@ class Client:
                     raise malformed("The acknowledgement has no notifications filter", message)
                 return accepted
             log.debug("ignored %s before the acknowledgement", message.get("method"))
-
-
-def _input_failure(key: str, reason: Any, result: dict[str, Any]) -> McpError:
-    return McpError(
-        INTERNAL_ERROR,
-        "An input handler did not answer the server's input request",
-        kind="execution",
-        cause=("input_handler", key, reason, result),
-    )

@@ -25,7 +25,9 @@ __all__ = [
     "HandlersStrategy",
     "InputHandlers",
     "InputStrategy",
+    "NoHandler",
     "ReturnStrategy",
+    "answer_all",
     "check_response",
     "input_failure",
     "kind_of",
@@ -223,14 +225,59 @@ class InputStrategy(Protocol):
         """Answer the `pending` requests of `status` (the requests not answered in this wait)."""
 
 
-def input_failure(key: str | None, reason: Any, status: Status) -> McpError:
-    """The error that stops a wait whose input could not be answered (-32603, kind execution)."""
+def input_failure(key: str | None, reason: Any, subject: Status | dict[str, Any]) -> McpError:
+    """The error for input that could not be answered (-32603, kind execution); `subject` is the
+    task's Status (in a wait) or the input_required result (in a call).
+    """
+    whose = "the server's" if isinstance(subject, dict) else "the task's"
     return McpError(
         INTERNAL_ERROR,
-        "An input handler did not answer the task's input request",
+        f"An input handler did not answer {whose} input request",
         kind="execution",
-        cause=("input_handler", key, reason, status),
+        cause=("input_handler", key, reason, subject),
     )
+
+
+class NoHandler(Exception):
+    """An input request has no handler for its kind (`kind` is None for one of no known kind)."""
+
+    def __init__(self, kind: str | None) -> None:
+        super().__init__(f"no input handler for {kind or 'this kind of'} request")
+        self.kind = kind
+
+
+def answer_all(
+    handlers: InputHandlers,
+    requests: Mapping[str, Any],
+    subject: Status | dict[str, Any],
+) -> dict[str, Any]:
+    """Answer every request with its handler, in sorted key order, checking each response.
+
+    All or nothing: raises `NoHandler` before any handler runs when a request has none. A handler
+    that raises `InputError`, or a response that fails its check, gives `input_failure` about
+    `subject`; other exceptions from a handler reach the caller.
+    """
+    plan = []
+    for key in sorted(requests):
+        request = requests[key]
+        kind = kind_of(request)
+        handler = handlers.for_kind(kind)
+        params = request_params(request) if isinstance(request, Mapping) else None
+        if handler is None or params is None:
+            raise NoHandler(kind)
+        assert kind is not None
+        plan.append((key, kind, handler, params))
+    responses: dict[str, Any] = {}
+    for key, kind, handler, params in plan:
+        try:
+            response = handler(params)
+        except InputError as exc:
+            raise input_failure(key, exc.reason, subject) from exc
+        problem = check_response(kind, response)
+        if problem is not None:
+            raise input_failure(key, problem, subject)
+        responses[key] = response
+    return responses
 
 
 class HandlersStrategy:
@@ -245,27 +292,10 @@ class HandlersStrategy:
     def answer(self, client: Any, status: Status, pending: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
         """See `InputStrategy.answer`."""
         handlers: InputHandlers = self._handlers or client.input_handlers
-        plan = []
-        for key in sorted(pending):
-            request = pending[key]
-            kind = kind_of(request)
-            handler = handlers.for_kind(kind)
-            params = request_params(request)
-            if handler is None or params is None:
-                return None
-            assert kind is not None
-            plan.append((key, kind, handler, params))
-        responses: dict[str, Any] = {}
-        for key, kind, handler, params in plan:
-            try:
-                response = handler(params)
-            except InputError as exc:
-                raise input_failure(key, exc.reason, status.with_input_requests(pending)) from exc
-            problem = check_response(kind, response)
-            if problem is not None:
-                raise input_failure(key, problem, status.with_input_requests(pending))
-            responses[key] = response
-        return responses
+        try:
+            return answer_all(handlers, pending, status.with_input_requests(pending))
+        except NoHandler:
+            return None
 
     def __repr__(self) -> str:
         return "HandlersStrategy()"

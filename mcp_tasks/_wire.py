@@ -37,6 +37,7 @@ __all__ = [
     "param_headers",
     "request",
     "subscription_id",
+    "valid_id",
 ]
 
 PROTOCOL_VERSION = "2026-07-28"
@@ -93,6 +94,11 @@ def notification(method: str, params: dict[str, Any] | None = None) -> dict[str,
     if params is not None:
         message["params"] = params
     return message
+
+
+def valid_id(value: object) -> bool:
+    """Whether a value can be a JSON-RPC request id here: a string or an integer."""
+    return isinstance(value, (str, int)) and not isinstance(value, bool)
 
 
 def merge_meta(*layers: Mapping[str, Any] | None) -> dict[str, Any]:

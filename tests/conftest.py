@@ -54,6 +54,40 @@ def eventually(check: Callable[[], Any], timeout: float = 10.0, message: str = "
         time.sleep(0.01)
 
 
+class Background:
+    """A call running in a thread of its own: `result()` joins it and returns its value, or raises
+    what it raised."""
+
+    def __init__(self, call: Callable[[], Any]) -> None:
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(call,), daemon=True)
+        self._thread.start()
+
+    def _run(self, call: Callable[[], Any]) -> None:
+        try:
+            self._value = call()
+        except BaseException as exc:
+            self._error = exc
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def result(self, timeout: float = 60.0) -> Any:
+        self._thread.join(timeout)
+        assert not self._thread.is_alive(), "the call did not return"
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+def open_streams(client: mt.Client) -> int:
+    """How many listen streams the test server has open."""
+    count: int = client.call_tool("listeners")["structuredContent"]["open"]
+    return count
+
+
 class Harness:
     """Starts the test server on one transport and makes clients of it; closes all at the end."""
 

@@ -11,15 +11,10 @@ import requests
 
 import mcp_tasks as mt
 from mcp_tasks.server import Exchange, serve_http
-from tests.conftest import Harness, eventually, mcp_threads
+from tests.conftest import Harness, eventually, mcp_threads, open_streams
 from tests.fixtures.servers import make_server
 
 DECLARED = {"io.modelcontextprotocol/clientCapabilities": mt.capabilities()}
-
-
-def open_streams(client: mt.Client) -> int:
-    count: int = client.call_tool("listeners")["structuredContent"]["open"]
-    return count
 
 
 def add_tools(client: mt.Client, *names: str) -> None:

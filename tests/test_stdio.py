@@ -5,13 +5,12 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 
 import mcp_tasks as mt
-from tests.conftest import ROOT, STDIO_SERVER, stdio_env
+from tests.conftest import ROOT, STDIO_SERVER, Background, eventually, stdio_env
 
 
 def start(**opts: object) -> mt.Client:
@@ -21,25 +20,13 @@ def start(**opts: object) -> mt.Client:
 def test_a_server_killed_mid_request_fails_it_without_a_hang() -> None:
     with start(timeout=60) as client:
         client.call_tool("greet", {"name": "warm"})
-        outcome: list[BaseException] = []
-        started = threading.Event()
-
-        def call() -> None:
-            started.set()
-            try:
-                client.call_tool("stall")
-            except BaseException as exc:
-                outcome.append(exc)
-
-        caller = threading.Thread(target=call)
-        caller.start()
-        started.wait()
+        caller = Background(lambda: client.call_tool("stall"))
+        # The stall and this stats call itself: the stall is running on the server.
+        eventually(lambda: len(client.call_tool("stats", {"method": "tools/call"})["structuredContent"]["times"]) >= 3)
         os.kill(client.transport.pid, signal.SIGKILL)  # type: ignore[attr-defined]
-        caller.join(30)
-        assert not caller.is_alive()
-        assert len(outcome) == 1
-        assert isinstance(outcome[0], mt.TransportError)
-        assert outcome[0].kind == "transport"
+        with pytest.raises(mt.TransportError) as killed:
+            caller.result(30)
+        assert killed.value.kind == "transport"
         with pytest.raises(mt.TransportError, match="exited"):
             client.call_tool("greet", {"name": "after"})
 

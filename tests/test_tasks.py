@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import mcp_tasks as mt
-from tests.conftest import Harness, accept_form, eventually, release
+from tests.conftest import Background, Harness, accept_form, eventually, open_streams, release
 
 FORM_REQUEST = {
     "method": "elicitation/create",
@@ -264,14 +264,11 @@ def test_the_servers_poll_interval_is_honoured(harness: Harness) -> None:
     """Scenario 19: with pollIntervalMs 300 the first two polls are at least 300 ms apart."""
     client = harness.client(server={"poll_interval": 0.3})
     status = started(client)
-    outcome: list[Any] = []
-    waiter = threading.Thread(target=lambda: outcome.append(mt.await_task(client, status, timeout=10)))
-    waiter.start()
+    waiter = Background(lambda: mt.await_task(client, status, timeout=10))
     times = eventually(lambda: (t := gets(client)) and len(t) >= 2 and t, message="two polls")
     release(client)
-    waiter.join()
+    assert waiter.result()["structuredContent"]["computed"] is True
     assert times[1] - times[0] >= 0.3
-    assert outcome[0]["structuredContent"]["computed"] is True
 
 
 def test_listen_against_a_server_without_subscriptions(harness: Harness) -> None:
@@ -330,32 +327,28 @@ def test_a_notification_completes_the_wait(harness: Harness) -> None:
     """Scenario 22: only a notification can finish in time (the poll interval is 600 s)."""
     client = harness.client(server={"poll_interval": 600})
     status = started(client, label="via notification")
-    outcome: list[Any] = []
-    waiter = threading.Thread(target=lambda: outcome.append(mt.await_task(client, status, listen=True, timeout=10)))
-    waiter.start()
-    eventually(lambda: client.call_tool("listeners")["structuredContent"]["open"] == 1, message="stream open")
+    waiter = Background(lambda: mt.await_task(client, status, listen=True, timeout=10))
+    eventually(lambda: open_streams(client) == 1, message="stream open")
     eventually(lambda: len(gets(client)) == 1, message="the read after the acknowledgement")
     release(client)
-    waiter.join()
-    assert outcome[0]["structuredContent"] == {"label": "via notification", "computed": True}
+    assert waiter.result()["structuredContent"] == {"label": "via notification", "computed": True}
     assert len(gets(client)) == 1  # no poll: the notification did it
-    eventually(lambda: client.call_tool("listeners")["structuredContent"]["open"] == 0, message="stream closed")
+    eventually(lambda: open_streams(client) == 0, message="stream closed")
 
 
-def test_when_the_server_ends_the_stream_the_wait_polls(harness: Harness) -> None:
-    """Scenario 23: the stream ends; polling finishes the wait."""
+@pytest.mark.parametrize("error", [False, True])
+def test_when_the_stream_ends_the_wait_polls(harness: Harness, error: bool) -> None:
+    """Scenarios 23 and 45: the server ends the stream, cleanly or with an error; polling
+    finishes the wait."""
     client = harness.client()
     status = started(client, label="ended")
-    outcome: list[Any] = []
-    waiter = threading.Thread(target=lambda: outcome.append(mt.await_task(client, status, listen=True, timeout=10)))
-    waiter.start()
-    eventually(lambda: client.call_tool("listeners")["structuredContent"]["open"] == 1, message="stream open")
+    waiter = Background(lambda: mt.await_task(client, status, listen=True, timeout=10))
+    eventually(lambda: open_streams(client) == 1, message="stream open")
     before = len(gets(client))
-    client.call_tool("end_streams")
+    client.call_tool("end_streams", {"error": error})
     eventually(lambda: len(gets(client)) > before, message="a poll after the stream ended")
     release(client)
-    waiter.join()
-    assert outcome[0]["structuredContent"]["label"] == "ended"
+    assert waiter.result()["structuredContent"]["label"] == "ended"
 
 
 def test_listening_for_an_unknown_task(client: mt.Client) -> None:
@@ -622,70 +615,43 @@ def test_dropped_events_trigger_a_read(harness: Harness) -> None:
             release(client, "chatter-start")
             assert dropping.wait(10), "the queue never overflowed"
 
-    outcome: list[Any] = []
-    waiter = threading.Thread(
-        target=lambda: outcome.append(mt.await_task(client, status, listen=True, timeout=20, on_status=hold))
-    )
-    waiter.start()
+    waiter = Background(lambda: mt.await_task(client, status, listen=True, timeout=20, on_status=hold))
     eventually(lambda: len(gets(client)) >= 2, message="a read after the drop")
     release(client, "chatter")
-    waiter.join()
+    result = waiter.result()
     logger.removeHandler(watch)
     logger.setLevel(level)
-    assert outcome[0]["structuredContent"] == {"steps": 150}
+    assert result["structuredContent"] == {"steps": 150}
 
 
 def test_other_tasks_and_methods_on_the_stream_are_ignored(harness: Harness) -> None:
     """Scenario 44."""
     client = harness.client(server={"poll_interval": 600})
     status = started(client, label="mine")
-    outcome: list[Any] = []
-    waiter = threading.Thread(target=lambda: outcome.append(mt.await_task(client, status, listen=True, timeout=10)))
-    waiter.start()
-    eventually(lambda: client.call_tool("listeners")["structuredContent"]["open"] == 1, message="stream open")
+    waiter = Background(lambda: mt.await_task(client, status, listen=True, timeout=10))
+    eventually(lambda: open_streams(client) == 1, message="stream open")
     client.call_tool("spam_listeners")
-    assert waiter.is_alive()
+    assert waiter.running
     release(client)
-    waiter.join()
-    assert outcome[0]["structuredContent"]["label"] == "mine"
-
-
-def test_a_stream_that_fails_falls_back_to_polling(harness: Harness) -> None:
-    """Scenario 45."""
-    client = harness.client()
-    status = started(client, label="after failure")
-    outcome: list[Any] = []
-    waiter = threading.Thread(target=lambda: outcome.append(mt.await_task(client, status, listen=True, timeout=10)))
-    waiter.start()
-    eventually(lambda: client.call_tool("listeners")["structuredContent"]["open"] == 1, message="stream open")
-    before = len(gets(client))
-    client.call_tool("end_streams", {"error": True})
-    eventually(lambda: len(gets(client)) > before, message="polling after the failure")
-    release(client)
-    waiter.join()
-    assert outcome[0]["structuredContent"]["label"] == "after failure"
+    assert waiter.result()["structuredContent"]["label"] == "mine"
 
 
 def test_the_stream_is_closed_on_every_exit(harness: Harness) -> None:
     """Scenario 46: success, error (from on_status), timeout; the thread check runs after."""
     client = harness.client()
 
-    def open_streams() -> int:
-        count: int = client.call_tool("listeners")["structuredContent"]["open"]
-        return count
-
     mt.call_and_await(client, "slow_compute", listen=True, timeout=10)
-    eventually(lambda: open_streams() == 0, message="closed after success")
+    eventually(lambda: open_streams(client) == 0, message="closed after success")
 
     def boom(status: mt.Status) -> None:
         raise KeyError("from on_status")
 
     with pytest.raises(KeyError):
         mt.call_and_await(client, "slow_compute", {"block": True}, listen=True, timeout=10, on_status=boom)
-    eventually(lambda: open_streams() == 0, message="closed after an error")
+    eventually(lambda: open_streams(client) == 0, message="closed after an error")
     with pytest.raises(mt.TaskTimeout):
         mt.call_and_await(client, "slow_compute", {"block": True}, listen=True, timeout=0.3)
-    eventually(lambda: open_streams() == 0, message="closed after a timeout")
+    eventually(lambda: open_streams(client) == 0, message="closed after a timeout")
     release(client)
 
 
@@ -694,19 +660,17 @@ def test_the_poll_interval_rules(harness: Harness) -> None:
     cut to the deadline (a 600 s interval does not hold a 0.3 s wait)."""
     client = harness.client(server={"poll_interval": None})
     status = started(client)
-    waiter = threading.Thread(target=lambda: mt.wait_task(client, status, poll_interval=0.2, timeout=10))
-    waiter.start()
+    waiter = Background(lambda: mt.wait_task(client, status, poll_interval=0.2, timeout=10))
     times = eventually(lambda: (t := gets(client)) and len(t) >= 2 and t, message="two polls")
     release(client)
-    waiter.join()
+    waiter.result()
     assert times[1] - times[0] >= 0.2
     fast = harness.client()  # the server suggests 5 ms
     status = started(fast, gate="fast")
-    waiter = threading.Thread(target=lambda: mt.wait_task(fast, status, min_poll_interval=0.2, timeout=10))
-    waiter.start()
+    waiter = Background(lambda: mt.wait_task(fast, status, min_poll_interval=0.2, timeout=10))
     times = eventually(lambda: (t := gets(fast)) and len(t) >= 2 and t, message="two polls")
     release(fast, "fast")
-    waiter.join()
+    waiter.result()
     assert times[1] - times[0] >= 0.2
     slow = harness.client(server={"poll_interval": 600})
     status = started(slow, gate="slow-server")

@@ -130,7 +130,7 @@ class McpWsgiApp:
             return _json(start_response, "400 Bad Request", _error(None, McpError(PARSE_ERROR, "Parse error")))
         if not isinstance(message, dict):
             return _json(start_response, "400 Bad Request", _error(None, McpError(INVALID_REQUEST, "Invalid Request")))
-        mismatch = _check_headers(environ, message, getattr(self.server, "tools", {}))
+        mismatch = _check_headers(environ, message, self.server)
         if mismatch is not None:
             return _json(start_response, "400 Bad Request", _error(message.get("id"), mismatch))
         principal = environ.get("HTTP_AUTHORIZATION")
@@ -227,7 +227,7 @@ def _check_param_headers(environ: Environ, params: dict[str, Any], tools: Mappin
     return None
 
 
-def _check_headers(environ: Environ, message: dict[str, Any], tools: Mapping[str, Any]) -> McpError | None:
+def _check_headers(environ: Environ, message: dict[str, Any], server: ServesMessages) -> McpError | None:
     params = message.get("params")
     params = params if isinstance(params, dict) else {}
     meta = params.get("_meta")
@@ -255,7 +255,7 @@ def _check_headers(environ: Environ, message: dict[str, Any], tools: Mapping[str
             if header_name != params.get(key):
                 return McpError(HEADER_MISMATCH, f"Header mismatch: Mcp-Name does not match params.{key}")
         if method == "tools/call":
-            return _check_param_headers(environ, params, tools)
+            return _check_param_headers(environ, params, getattr(server, "tools", {}))
     except ValueError as exc:
         return McpError(HEADER_MISMATCH, f"Header mismatch: {exc}")
     return None

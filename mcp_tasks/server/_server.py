@@ -34,6 +34,7 @@ from mcp_tasks._wire import (
     PROTOCOL_VERSION,
     TASKS_EXTENSION,
     declares_extension,
+    valid_id,
 )
 from mcp_tasks.server._exchange import Exchange
 from mcp_tasks.server._hub import Hub
@@ -46,6 +47,7 @@ from mcp_tasks.server._tools import (
     ToolContext,
     ToolError,
     error_result,
+    keyword_names,
     schema_from_signature,
     to_call_result,
 )
@@ -149,6 +151,7 @@ class Server:
             description=description if description is not None else _first_line(fn.__doc__),
             input_schema=dict(input_schema) if input_schema is not None else schema_from_signature(fn),
             task_support=task,  # type: ignore[arg-type]
+            takes=keyword_names(fn),
         )
         with self._lock:
             self._tools[tool.name] = tool
@@ -193,7 +196,7 @@ class Server:
                 log.debug("notification %s", method)
             return None
         request_id = message["id"]
-        if not isinstance(request_id, (str, int)) or isinstance(request_id, bool):
+        if not valid_id(request_id):
             return _error_response(None, McpError(INVALID_REQUEST, "Invalid Request: bad id"))
         if not isinstance(method, str):
             return _error_response(request_id, McpError(INVALID_REQUEST, "Invalid Request: no method"))

@@ -14,7 +14,7 @@ from typing import IO, Any
 
 from mcp_tasks._errors import PARSE_ERROR, McpError
 from mcp_tasks._threads import join_all, start_thread
-from mcp_tasks._wire import dumps, loads
+from mcp_tasks._wire import dumps, loads, valid_id
 from mcp_tasks.server._exchange import Exchange
 from mcp_tasks.server._server import Server
 
@@ -61,7 +61,7 @@ def serve_stdio(server: Server, stdin: IO[bytes] | None = None, stdout: IO[bytes
         except ValueError:
             send({"jsonrpc": "2.0", "id": None, "error": McpError(PARSE_ERROR, "Parse error").to_wire()})
             continue
-        if isinstance(message, dict) and "id" in message and "method" in message and _hashable(message["id"]):
+        if isinstance(message, dict) and "id" in message and "method" in message and valid_id(message["id"]):
             exchange = Exchange(send)
             with lock:
                 inflight[message["id"]] = exchange
@@ -72,7 +72,7 @@ def serve_stdio(server: Server, stdin: IO[bytes] | None = None, stdout: IO[bytes
             params = message.get("params")
             key = params.get("requestId") if isinstance(params, dict) else None
             with lock:
-                target = inflight.get(key) if _hashable(key) else None
+                target = inflight.get(key) if valid_id(key) else None
             if target is not None:
                 target.cancel()
         elif isinstance(message, dict) and "method" in message:
@@ -88,7 +88,3 @@ def serve_stdio(server: Server, stdin: IO[bytes] | None = None, stdout: IO[bytes
         exchange.cancel()
     server.close()
     join_all(running, 5.0)
-
-
-def _hashable(value: object) -> bool:
-    return isinstance(value, (str, int)) and not isinstance(value, bool)

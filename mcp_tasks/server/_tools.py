@@ -220,9 +220,12 @@ def _matches(kind: str, value: object) -> bool:
     return python is None or isinstance(value, python)
 
 
-def _takes(fn: Callable[..., Any], key: str) -> bool:
+def keyword_names(fn: Callable[..., Any]) -> frozenset[str] | None:
+    """The argument names a tool body takes after its context; None when it takes any (``**``)."""
     params = list(inspect.signature(fn).parameters.values())[1:]
-    return any(p.kind is p.VAR_KEYWORD or (p.name == key and p.kind is not p.VAR_POSITIONAL) for p in params)
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return None
+    return frozenset(p.name for p in params if p.kind is not p.VAR_POSITIONAL)
 
 
 @attrs.frozen
@@ -234,6 +237,8 @@ class Tool:
     description: str | None = None
     input_schema: dict[str, Any] = attrs.field(factory=lambda: {"type": "object"})
     task_support: TaskSupport = "forbidden"
+    takes: frozenset[str] | None = attrs.field(default=None, repr=False)
+    """The argument names the body accepts (None: any)."""
 
     def definition(self) -> dict[str, Any]:
         """The tool as ``tools/list`` shows it (2026-07-28 has no execution field)."""
@@ -255,7 +260,9 @@ class Tool:
         for key, value in arguments.items():
             spec = properties.get(key)
             if spec is None:
-                if self.input_schema.get("additionalProperties") is False or not _takes(self.fn, key):
+                if self.input_schema.get("additionalProperties") is False or (
+                    self.takes is not None and key not in self.takes
+                ):
                     raise McpError(INVALID_PARAMS, f"Unknown argument {key!r} for tool {self.name}")
                 continue
             kind = spec.get("type") if isinstance(spec, dict) else None

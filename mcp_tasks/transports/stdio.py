@@ -18,7 +18,7 @@ from typing import IO, Any
 from mcp_tasks._clock import wait_sliced
 from mcp_tasks._errors import METHOD_NOT_FOUND, McpError, RequestTimeout, TransportError
 from mcp_tasks._threads import join_all, start_thread
-from mcp_tasks._wire import dumps, loads, notification, subscription_id
+from mcp_tasks._wire import dumps, loads, notification, subscription_id, valid_id
 from mcp_tasks.transports._base import Message, QueueStream, Stream, Transport
 
 __all__ = ["StdioTransport"]
@@ -234,8 +234,8 @@ class StdioTransport(Transport):
             return
         key = message.get("id")
         with self._lock:
-            pending = self._pending.pop(key, None) if _hashable(key) else None
-            stream = self._streams.pop(key, None) if pending is None and _hashable(key) else None
+            pending = self._pending.pop(key, None) if valid_id(key) else None
+            stream = self._streams.pop(key, None) if pending is None and valid_id(key) else None
         if pending is not None:
             pending.response = message
             pending.done.set()
@@ -253,7 +253,7 @@ class StdioTransport(Transport):
             assert isinstance(params, dict)
             key = params.get("requestId")
         with self._lock:
-            if not _hashable(key):
+            if not valid_id(key):
                 stream = None
             elif ending:
                 stream = self._streams.pop(key, None)
@@ -286,7 +286,3 @@ class StdioTransport(Transport):
 
     def __repr__(self) -> str:
         return f"<StdioTransport pid={self._proc.pid} {'closed' if self._closed else 'open'}>"
-
-
-def _hashable(value: object) -> bool:
-    return isinstance(value, (str, int, float, bool)) or value is None
