@@ -32,21 +32,29 @@ import mcp_tasks as mt
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def start_server() -> tuple[subprocess.Popen[str], str]:
-    """The bench server over HTTP in a subprocess; returns it and its URL."""
+def spawn(argv: list[str], ready: str, what: str) -> tuple[subprocess.Popen[str], str]:
+    """Start a server process; returns it and the first line it prints, which must start with
+    `ready`."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "mcp_tasks.server", "bench._server:make", "--http", "127.0.0.1:0"],
+        argv,
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
         text=True,
     )
     assert process.stdout is not None
-    url = process.stdout.readline().strip()
-    if not url.startswith("http"):
+    line = process.stdout.readline().strip()
+    if not line.startswith(ready):
         process.kill()
-        raise SystemExit(f"the bench server did not start: {url!r}")
-    return process, url
+        raise SystemExit(f"{what} did not start: {line!r}")
+    return process, line
+
+
+def start_server() -> tuple[subprocess.Popen[str], str]:
+    """The bench server over HTTP in a subprocess; returns it and its URL."""
+    argv = [sys.executable, "-m", "mcp_tasks.server", "bench._server:make", "--http", "127.0.0.1:0"]
+    return spawn(argv, "http", "the bench server")
 
 
 def cpu_per_call(call: Callable[[], object], polls: int, rounds: int) -> float:
@@ -70,17 +78,8 @@ def peer_python() -> Path | None:
 
 def start_peer_server(python: Path) -> tuple[subprocess.Popen[str], str]:
     """fastmcp-tasks' server (tests/interop/fastmcp_server.py) over HTTP; returns it and its URL."""
-    process = subprocess.Popen(
-        [str(python), str(ROOT / "tests" / "interop" / "fastmcp_server.py"), "http", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert process.stdout is not None
-    line = process.stdout.readline().strip()
-    if not line.startswith("listening on "):
-        process.kill()
-        raise SystemExit(f"the peer server did not start: {line!r}")
+    argv = [str(python), str(ROOT / "tests" / "interop" / "fastmcp_server.py"), "http", "0"]
+    process, line = spawn(argv, "listening on ", "the peer server")
     return process, f"http://127.0.0.1:{line.rsplit(' ', 1)[1]}/mcp"
 
 

@@ -100,3 +100,10 @@ def test_every_public_name_has_a_docstring() -> None:
             if name in ("__version__", "UNSET"):
                 continue
             assert getattr(module, name).__doc__, f"{module.__name__}.{name} has no docstring"
+
+
+def test_every_package_directory_is_a_package() -> None:
+    """setup.cfg finds packages by their __init__.py: a folder without one would be left out."""
+    for folder in (ROOT / "mcp_tasks").rglob("*"):
+        if folder.is_dir() and folder.name != "__pycache__" and any(folder.glob("*.py")):
+            assert (folder / "__init__.py").exists(), folder
