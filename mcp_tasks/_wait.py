@@ -201,6 +201,7 @@ class _Wait:
         fingerprint = _fingerprint(status)
         if fingerprint != self.seen:
             self.seen = fingerprint
+            log.debug("task %s is %s", short_id(self.task_id), status.wire_status)
             if self.options.on_status is not None:
                 self.options.on_status(status)
 
@@ -263,7 +264,14 @@ def wait_task(
     )
     task_id = task_id_of(task)
     given = task if isinstance(task, Status) else None
-    return _Wait(client, task_id, given, options).run(given)
+    try:
+        return _Wait(client, task_id, given, options).run(given)
+    except KeyboardInterrupt as interrupt:
+        if hasattr(interrupt, "add_note"):  # Python 3.11+
+            interrupt.add_note(
+                f"mcp_tasks: task {short_id(task_id)} is still running on the server; wait for it again or cancel it"
+            )
+        raise
 
 
 def await_task(client: Client, task: str | Status, **wait_opts: Any) -> dict[str, Any]:

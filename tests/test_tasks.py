@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import sys
 import threading
 from typing import Any
 
@@ -721,3 +722,19 @@ def test_logs_and_reprs_never_hold_a_full_task_id(harness: Harness, caplog: pyte
     for text in (repr(status), str(cancelled.value), repr(cancelled.value.status), caplog.text):
         assert status.task_id not in text
         assert blocked.task_id not in text
+
+
+def test_an_interrupted_wait_says_the_task_goes_on(client: mt.Client) -> None:
+    status = started(client)
+
+    def interrupt(seen: mt.Status) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt) as interrupted:
+        mt.wait_task(client, status, on_status=interrupt)
+    notes = getattr(interrupted.value, "__notes__", None)
+    if sys.version_info >= (3, 11):
+        assert notes and "still running on the server" in notes[0]
+        assert status.task_id not in notes[0]
+    assert mt.get_task(client, status).status is mt.TaskState.WORKING
+    release(client)
