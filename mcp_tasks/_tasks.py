@@ -30,6 +30,8 @@ __all__ = [
     "declaration",
     "get_task",
     "outcome",
+    "send_get",
+    "send_update",
     "server_supports",
     "task_id_of",
     "update_task",
@@ -121,10 +123,12 @@ def get_task(
     meta: Mapping[str, Any] | None = None,
 ) -> Status:
     """Read a task's status with ``tasks/get`` (an unknown task is -32602 from the server)."""
-    task_id = task_id_of(task)
-    result = client.request(
-        "tasks/get", {"taskId": task_id}, timeout=timeout, meta=declaration(client, meta), answer_input=False
-    )
+    return send_get(client, task_id_of(task), timeout, declaration(client, meta))
+
+
+def send_get(client: Client, task_id: str, timeout: float | None, declared: Mapping[str, Any]) -> Status:
+    """``tasks/get`` with a declaration made beforehand (a wait builds it once, not per poll)."""
+    result = client.request("tasks/get", {"taskId": task_id}, timeout=timeout, meta=declared, answer_input=False)
     return decode_task(result, task_id)
 
 
@@ -142,13 +146,15 @@ def update_task(
     task_id = task_id_of(task)
     if not isinstance(responses, Mapping):
         raise TypeError(f"responses must be a dict, got {type(responses).__name__}")
-    result = client.request(
-        "tasks/update",
-        {"taskId": task_id, "inputResponses": dict(responses)},
-        timeout=timeout,
-        meta=declaration(client, meta),
-        answer_input=False,
-    )
+    send_update(client, task_id, responses, timeout, declaration(client, meta))
+
+
+def send_update(
+    client: Client, task_id: str, responses: Mapping[str, Any], timeout: float | None, declared: Mapping[str, Any]
+) -> None:
+    """``tasks/update`` with a declaration made beforehand."""
+    params = {"taskId": task_id, "inputResponses": dict(responses)}
+    result = client.request("tasks/update", params, timeout=timeout, meta=declared, answer_input=False)
     if result.get("resultType") == "input_required":
         raise invalid_task(result)
 

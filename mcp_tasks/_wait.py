@@ -17,7 +17,7 @@ from mcp_tasks._input import InputStrategy, input_failure, resolve_strategy
 from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status, TaskState
 from mcp_tasks._subscription import Closed, Dropped, Notification, Subscription
-from mcp_tasks._tasks import call_tool, declaration, decode_task, get_task, outcome, task_id_of, update_task
+from mcp_tasks._tasks import call_tool, declaration, decode_task, outcome, send_get, send_update, task_id_of
 
 if TYPE_CHECKING:
     from mcp_tasks._client import Client
@@ -189,7 +189,7 @@ class _Wait:
             if not isinstance(responses, Mapping):
                 raise input_failure(None, ("invalid_return", responses), status.with_input_requests(pending))
             if responses:
-                self._bounded(lambda limit: update_task(self.client, self.task_id, responses, timeout=limit))
+                self._bounded(lambda limit: send_update(self.client, self.task_id, responses, limit, self.meta))
                 self.answered.update(responses)
                 self.just_answered = True
             return None
@@ -208,7 +208,7 @@ class _Wait:
     # -- requests bounded by the deadline -----------------------------------------------------
 
     def _get(self) -> Status:
-        status: Status = self._bounded(lambda limit: get_task(self.client, self.task_id, timeout=limit))
+        status: Status = self._bounded(lambda limit: send_get(self.client, self.task_id, limit, self.meta))
         return status
 
     def _bounded(self, send: Callable[[float | None], Any]) -> Any:
