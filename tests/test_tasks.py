@@ -616,12 +616,14 @@ def test_dropped_events_trigger_a_read(harness: Harness) -> None:
             release(client, "chatter-start")
             assert dropping.wait(10), "the queue never overflowed"
 
-    waiter = Background(lambda: mt.await_task(client, status, listen=True, timeout=20, on_status=hold))
-    eventually(lambda: len(gets(client)) >= 2, message="a read after the drop")
-    release(client, "chatter")
-    result = waiter.result()
-    logger.removeHandler(watch)
-    logger.setLevel(level)
+    try:
+        waiter = Background(lambda: mt.await_task(client, status, listen=True, timeout=20, on_status=hold))
+        eventually(lambda: len(gets(client)) >= 2, message="a read after the drop")
+        release(client, "chatter")
+        result = waiter.result()
+    finally:
+        logger.removeHandler(watch)
+        logger.setLevel(level)
     assert result["structuredContent"] == {"steps": 150}
 
 
