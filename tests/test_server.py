@@ -274,3 +274,14 @@ def test_synchronous_calls_when_tasks_are_off(harness: Harness) -> None:
     client = harness.client(server={"tasks": False})
     assert raw(client, "tools/call", {"name": "slow_compute", "arguments": {}})["resultType"] == "complete"
     assert error_of(lambda: raw(client, "tasks/get", {"taskId": "x"}))["code"] == -32601
+
+
+def test_removing_a_tool_tells_the_listeners() -> None:
+    server = make_server()
+    with mt.Client.direct(server) as client, client.listen({"toolsListChanged": True}) as sub:
+        server.remove_tool("greet")
+        event = sub.next(5)
+        assert isinstance(event, mt.Notification)
+        assert event.method == "notifications/tools/list_changed"
+        assert "greet" not in {tool["name"] for tool in client.list_tools()}
+    server.close()

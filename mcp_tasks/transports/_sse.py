@@ -39,11 +39,6 @@ class SseDecoder:
         self._retry: int | None = None
         self.comments = 0
 
-    @property
-    def last_id(self) -> str | None:
-        """The last event id the stream set."""
-        return self._last_id
-
     def feed(self, chunk: bytes) -> list[SseEvent]:
         """Decode a chunk; returns the events it completes."""
         text = self._text.decode(chunk)
