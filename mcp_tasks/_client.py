@@ -9,12 +9,11 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any, Literal
 
-from mcp_tasks._clock import Deadline, check_timeout
+from mcp_tasks._clock import Deadline, check_timeout, pause
 from mcp_tasks._errors import (
     CONNECTION_CLOSED,
     HEADER_MISMATCH,
@@ -22,6 +21,7 @@ from mcp_tasks._errors import (
     METHOD_NOT_FOUND,
     UNSUPPORTED_PROTOCOL_VERSION,
     McpError,
+    RequestTimeout,
 )
 from mcp_tasks._input import InputHandlers, NoHandler, answer_all
 from mcp_tasks._retry import Retry
@@ -375,7 +375,7 @@ class Client:
                         "protocol",
                         result,
                     )
-                sent = self._answer_input(base, result)
+                sent = self._answer_input(base, result, deadline)
                 continue
             if self._extension_result(method, result_type, request_meta):
                 return result
@@ -406,7 +406,12 @@ class Client:
             # tool's schema from tools/list and try once more, all within the one deadline.
             if exc.code != HEADER_MISMATCH or name in self._tool_headers:
                 raise
-            self._list_tools(deadline, None)
+            try:
+                self._list_tools(deadline, None)
+            except RequestTimeout:
+                raise
+            except McpError as learning:
+                raise exc from learning  # the server's own refusal says more than the failed lookup
             if not self._tool_headers.get(name):
                 raise
         return self._call("tools/call", params, deadline, meta, answer_input)
@@ -547,11 +552,15 @@ class Client:
             annotated = self._tool_headers.get(params.get("name"))  # type: ignore[arg-type]
             headers = param_header_values(annotated, params.get("arguments")) if annotated else None
         for attempt in (1, 2):
+            deadline.step()  # out of time: RequestTimeout before anything is sent
             request_id = self._next_id()
             message = request(request_id, method, {**params, "_meta": request_meta})
             log.debug("-> %s #%s", method, request_id)
             try:
-                return decode_response(self._transport.request(message, deadline, headers)), request_meta
+                response = self._transport.request(message, deadline, headers)
+                if not _answers(response, request_id):
+                    raise malformed(f"The server answered {method} with another request's id", response)
+                return decode_response(response), request_meta
             except McpError as exc:
                 if attempt == 2 or not self._may_retry_version(exc, request_meta):
                     raise
@@ -596,7 +605,7 @@ class Client:
         extension, methods = entry
         return method in methods and declares_extension(request_meta, extension)
 
-    def _answer_input(self, base: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+    def _answer_input(self, base: dict[str, Any], result: dict[str, Any], deadline: Deadline) -> dict[str, Any]:
         """The next round's params: the original request plus the answers to `result`."""
         requests = result.get("inputRequests")
         state = result.get("requestState")
@@ -605,7 +614,9 @@ class Client:
         if requests is None or requests == {}:
             if state is None:
                 raise malformed("The server asked for input without inputRequests or requestState", result)
-            time.sleep(STATE_ONLY_PACE)
+            # Only state to echo: pace the rounds, the pause cut to the call's deadline.
+            pace = deadline.step(STATE_ONLY_PACE)
+            pause(STATE_ONLY_PACE if pace is None else pace)
             return {**base, "requestState": state}
         if not isinstance(requests, dict):
             raise malformed("The server sent inputRequests that are not an object", result)
@@ -637,3 +648,15 @@ class Client:
         log.warning("the server sent a request (%s) this client does not serve; refusing it", method)
         error = McpError(METHOD_NOT_FOUND, f"Method not found: {method}")
         return {"jsonrpc": "2.0", "id": message["id"], "error": error.to_wire()}
+
+
+def _answers(response: object, request_id: int) -> bool:
+    """Whether a response carries the request's id (1 and True are not the same id). An error
+    with a null id (the server could not read the request) is taken as this request's error.
+    """
+    if not isinstance(response, dict):
+        return True  # decode_response says what is wrong with it
+    answered = response.get("id")
+    if answered is None and "error" in response and "result" not in response:
+        return True
+    return type(answered) is int and answered == request_id

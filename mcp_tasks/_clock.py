@@ -1,4 +1,11 @@
-"""Deadlines on the monotonic clock, and waits cut into slices so Ctrl-C stops them promptly."""
+"""Deadlines on the monotonic clock, and blocking waits that Ctrl-C can stop promptly.
+
+Why the main thread waits in short slices: a real SIGINT interrupts a blocked wait at once, but
+`_thread.interrupt_main()` (and a SIGINT the OS hands to another thread) only marks the signal as
+pending; the main thread raises `KeyboardInterrupt` when its blocking call returns. So the main
+thread blocks at most `INTERRUPT_SLICE` at a time. Other threads never receive `KeyboardInterrupt`
+and block in one piece, waking only for what they wait for.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +17,25 @@ from typing import Final, TypeVar
 
 from mcp_tasks._errors import RequestTimeout
 
-__all__ = ["MIN_STEP", "SLICE", "Deadline", "check_duration", "check_timeout", "get_sliced", "wait_sliced"]
+__all__ = [
+    "INTERRUPT_SLICE",
+    "MIN_STEP",
+    "SLICE",
+    "Deadline",
+    "block_for",
+    "check_duration",
+    "check_timeout",
+    "get_sliced",
+    "pause",
+    "wait_condition",
+    "wait_sliced",
+]
 
 SLICE: Final = 0.25
-"""The longest single block: a wait re-checks (and lets signals in) at least this often."""
+"""A coarse re-check period, for loops that poll state of their own (not for waking on signals)."""
+
+INTERRUPT_SLICE: Final = 0.02
+"""In the main thread, the longest single block, so `_thread.interrupt_main()` is seen promptly."""
 
 MIN_STEP: Final = 0.001
 """Less time than this left is no time: a step is never given a zero or near-zero timeout."""
@@ -100,24 +122,61 @@ def check_duration(name: str, value: object) -> float:
     return float(value)
 
 
+def block_for(timeout: float | None) -> float | None:
+    """How long one blocking call may block of `timeout` (None: for ever) in this thread: all of
+    it, except in the main thread, which blocks at most `INTERRUPT_SLICE` at a time.
+    """
+    if threading.current_thread() is threading.main_thread():
+        return INTERRUPT_SLICE if timeout is None else min(timeout, INTERRUPT_SLICE)
+    return timeout
+
+
+def _end_of(timeout: float | None) -> float | None:
+    return None if timeout is None else time.monotonic() + max(timeout, 0.0)
+
+
+def _left(end: float | None) -> float | None:
+    return None if end is None else end - time.monotonic()
+
+
 def wait_sliced(event: threading.Event, timeout: float | None) -> bool:
-    """`event.wait(timeout)` in slices; True when the event is set."""
-    deadline = Deadline(timeout)
+    """`event.wait(timeout)` that Ctrl-C stops promptly; True when the event is set."""
+    end = _end_of(timeout)
     while True:
-        left = deadline.remaining()
-        if event.wait(SLICE if left is None else min(SLICE, left)):
-            return True
-        if left is not None and left <= SLICE:
+        left = _left(end)
+        if left is not None and left <= 0:
             return event.is_set()
+        if event.wait(block_for(left)):
+            return True
+
+
+def wait_condition(condition: threading.Condition, end: float | None) -> bool:
+    """One `condition.wait()` (the lock held) until `end` on the monotonic clock (None: no end);
+    False when `end` has passed without waiting. The caller re-checks its predicate either way.
+    """
+    left = _left(end)
+    if left is not None and left <= 0:
+        return False
+    condition.wait(block_for(left))
+    return True
 
 
 def get_sliced(source: queue.Queue[T], timeout: float | None) -> T:
-    """`source.get(timeout=timeout)` in slices; raises `queue.Empty` when the time is up."""
-    deadline = Deadline(timeout)
+    """`source.get(timeout=timeout)` that Ctrl-C stops promptly; raises `queue.Empty` at the end."""
+    end = _end_of(timeout)
     while True:
-        left = deadline.remaining()
+        left = _left(end)
+        if left is not None and left <= 0:
+            return source.get_nowait()
         try:
-            return source.get(timeout=SLICE if left is None else min(SLICE, left))
+            return source.get(timeout=block_for(left))
         except queue.Empty:
-            if left is not None and left <= SLICE:
-                raise
+            continue
+
+
+def pause(seconds: float) -> None:
+    """`time.sleep(seconds)` that Ctrl-C stops promptly."""
+    end = time.monotonic() + seconds
+    while (left := end - time.monotonic()) > 0:
+        block = block_for(left)
+        time.sleep(left if block is None else block)

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import logging
 import random
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
 import attrs
 
-from mcp_tasks._clock import SLICE
+from mcp_tasks._clock import pause
 from mcp_tasks._errors import TransportError
 
 if TYPE_CHECKING:
@@ -85,12 +84,12 @@ class Retry:
             if not self._again(error, idempotent, retry):
                 raise self._final(error, retry + 1)
             retry += 1
-            pause = self.delay(retry, error.retry_after)
+            delay = self.delay(retry, error.retry_after)
             left = deadline.remaining()
-            if left is not None and pause >= left:
+            if left is not None and delay >= left:
                 raise self._final(error, retry)
-            log.debug("%s failed (%s); retry %d of %d in %.2fs", what, error.message, retry, self.attempts, pause)
-            _sleep(pause)
+            log.debug("%s failed (%s); retry %d of %d in %.2fs", what, error.message, retry, self.attempts, delay)
+            pause(delay)
 
     def _again(self, error: TransportError, idempotent: bool, retried: int) -> bool:
         return retried < self.attempts and error.retryable and (idempotent or not error.sent)
@@ -102,10 +101,3 @@ class Retry:
             data["attempts"] = attempts
             error.data = data
         return error
-
-
-def _sleep(seconds: float) -> None:
-    """Sleep in slices, so Ctrl-C in the caller's thread is seen promptly."""
-    end = time.monotonic() + seconds
-    while (left := end - time.monotonic()) > 0:
-        time.sleep(min(left, SLICE))

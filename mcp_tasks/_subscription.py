@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import math
 import threading
 import time
 from collections.abc import Iterator
@@ -16,8 +17,9 @@ from typing import Any, Literal, Union
 
 import attrs
 
-from mcp_tasks._clock import SLICE, Deadline
+from mcp_tasks._clock import MIN_STEP, Deadline, wait_condition
 from mcp_tasks._errors import McpError, RequestTimeout, TransportError
+from mcp_tasks._redact import short_id
 from mcp_tasks._threads import join_all, start_thread
 from mcp_tasks._wire import decode_response, malformed
 from mcp_tasks.transports._base import Stream
@@ -30,12 +32,18 @@ CLOSE_TIMEOUT = 5.0
 OVERFLOW_MODES = ("drop_oldest", "drop_newest")
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Notification:
     """A notification the server sent on the stream; `params` includes its `_meta`."""
 
     method: str
     params: dict[str, Any]
+
+    def __repr__(self) -> str:
+        # Params can carry task ids, which act as bearer tokens: show the keys, the task id cut short.
+        task_id = self.params.get("taskId")
+        shown = f", taskId={short_id(task_id)!r}" if task_id is not None else ""
+        return f"Notification(method={self.method!r}, params=<keys {sorted(map(str, self.params))}>{shown})"
 
 
 @attrs.frozen
@@ -96,26 +104,35 @@ class Subscription:
         """
         with self._cond:
             while not self._acknowledged:
-                if self._end is not None:
-                    error = self._end.error
+                end = self._end if self._end is not None else self._done
+                if end is not None:
                     raise (
-                        error
-                        if error is not None
+                        end.error
+                        if end.error is not None
                         else TransportError("The listen stream ended before the server acknowledged it")
                     )
-                left = deadline.remaining()
-                if left is not None and left <= 0:
+                left = deadline.remaining()  # read once for this step
+                if left is not None and left < MIN_STEP:
                     raise RequestTimeout(
                         deadline.timeout or 0.0, "The server did not acknowledge the subscription in time"
                     )
-                self._cond.wait(SLICE if left is None else min(SLICE, left))
+                wait_condition(self._cond, None if left is None else time.monotonic() + left)
             return self.accepted
 
     # -- the caller's side --------------------------------------------------------------------
 
     def next(self, timeout: float | None = None) -> Event:
-        """The next event; raises `TimeoutError` when none comes within `timeout` seconds."""
-        deadline = None if timeout is None else time.monotonic() + timeout
+        """The next event; raises `TimeoutError` when none comes within `timeout` seconds.
+
+        `timeout` None waits for ever, 0 takes only what is already there. Once the stream has
+        ended every call returns its `Closed` event at once.
+        """
+        if timeout is not None:
+            if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+                raise TypeError(f"timeout must be a number of seconds or None, got {timeout!r}")
+            if math.isnan(timeout) or timeout < 0:
+                raise ValueError(f"timeout must be zero or more seconds, got {timeout!r}")
+        end = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             while True:
                 if self._done is not None:
@@ -131,10 +148,8 @@ class Subscription:
                         return dropped
                     self._done = self._end
                     return self._done
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
+                if not wait_condition(self._cond, end):
                     raise TimeoutError("no event within the timeout")
-                self._cond.wait(SLICE if left is None else min(SLICE, left))
 
     def __iter__(self) -> Iterator[Event]:
         """Events until, and including, `Closed`."""
@@ -146,16 +161,18 @@ class Subscription:
 
     def close(self) -> None:
         """End the stream (stdio sends notifications/cancelled, HTTP closes the response, direct
-        tells the server) and join the worker. Idempotent; bounded at 5 s.
+        tells the server) and join the worker. Idempotent; bounded at 5 s in all (beyond the
+        transport's own bound on closing the stream, a worker still reading is left, with a warning).
         """
         with self._close_lock:
             if self._stop.is_set():
                 return
             self._stop.set()
+        deadline = Deadline(CLOSE_TIMEOUT)
         try:
             self._stream.close()
         finally:
-            join_all([self._worker], CLOSE_TIMEOUT)
+            join_all([self._worker], deadline.remaining() or 0.0)
             with self._cond:
                 self._events.clear()
                 self._dropped = 0
@@ -205,13 +222,17 @@ class Subscription:
     def _pump(self) -> Closed:
         while not self._stop.is_set():
             try:
-                message = self._stream.read()
+                read: object = self._stream.read()  # a server may send any JSON value
             except McpError as exc:
                 return Closed(exc)
-            if message is None:
+            if read is None:
                 if self._stop.is_set():
                     break
                 return Closed(TransportError("the listen stream ended before the server's response"))
+            if not isinstance(read, dict):
+                log.debug("ignored a message on the listen stream that is not a JSON object")
+                continue
+            message: dict[str, Any] = read
             if "method" not in message:
                 if message.get("id") != self.id:
                     log.debug("ignored a response on the listen stream that is not its own")

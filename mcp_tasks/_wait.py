@@ -11,8 +11,16 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from mcp_tasks._clock import SLICE, Deadline, check_duration, check_timeout
-from mcp_tasks._errors import INVALID_PARAMS, REQUEST_TIMEOUT, McpError, TaskTimeout
+from mcp_tasks._clock import Deadline, check_duration, check_timeout, pause
+from mcp_tasks._errors import (
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    REQUEST_TIMEOUT,
+    McpError,
+    RequestTimeout,
+    TaskTimeout,
+    TransportError,
+)
 from mcp_tasks._input import InputStrategy, input_failure, resolve_strategy
 from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status, TaskState
@@ -30,6 +38,10 @@ TASK_NOTIFICATIONS = frozenset({"notifications/tasks", "notifications/tasks/stat
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_POLL_INTERVAL = 1.0
 DEFAULT_MIN_POLL_INTERVAL = 0.05
+SAFETY_FACTOR = 10
+"""While a listen stream is open the task is still read every SAFETY_FACTOR poll intervals..."""
+MIN_SAFETY_INTERVAL = 5.0
+"""...and never more often than this: a server that never pushes cannot stall a wait."""
 
 OnStatus = Callable[[Status], object]
 
@@ -82,6 +94,7 @@ class _Wait:
         self.last: Status | None = given
         self.seen: tuple[Any, ...] | None = None
         self.just_answered = False
+        self.input_declined = False  # the strategy left some input unanswered: ask again later
 
     # -- entry --------------------------------------------------------------------------------
 
@@ -108,29 +121,25 @@ class _Wait:
             # The task was just given its input: look again soon rather than a full interval on.
             self.just_answered = False
             return self.options.min_poll_interval
+        return self._poll_interval(status)
+
+    def _poll_interval(self, status: Status) -> float:
         suggested = status.poll_interval_ms / 1000 if status.poll_interval_ms else self.options.poll_interval
         return max(suggested, self.options.min_poll_interval)
 
     def _sleep(self, interval: float) -> None:
-        left = self.deadline.remaining()
+        left = self.deadline.remaining()  # read once for this step
         if left is not None and left <= 0:
             raise self._timed_out()
-        pause = interval if left is None else min(interval, left)
-        end = time.monotonic() + pause
-        while True:
-            step = end - time.monotonic()
-            if step <= 0:
-                return
-            time.sleep(min(step, SLICE))
+        pause(interval if left is None else min(interval, left))
 
     # -- listening ----------------------------------------------------------------------------
 
     def _listen(self) -> Status:
-        subscription = self._bounded(lambda step: self.client._listen({"taskIds": [self.task_id]}, step, self.meta))
+        subscription = self._subscribe()
+        if subscription is None:
+            return self._poll(self._get())
         try:
-            accepted = subscription.accepted.get("taskIds")
-            if not isinstance(accepted, list) or self.task_id not in accepted:
-                raise McpError(INVALID_PARAMS, "Unknown or inaccessible taskId")
             status = self._get()
             final = self._observe(status)
             if final is not None:
@@ -144,24 +153,71 @@ class _Wait:
         finally:
             subscription.close()
 
+    def _subscribe(self) -> Subscription | None:
+        """The task's listen stream, or None when the server offers none: no subscriptions/listen
+        (-32601, HTTP 404), a stream that failed or ended before its acknowledgement, no
+        acknowledgement in time, or one that does not speak of taskIds. The wait then polls.
+        """
+        try:
+            subscription: Subscription = self._bounded(
+                lambda step: self.client._listen({"taskIds": [self.task_id]}, step, self.meta)
+            )
+        except (TransportError, RequestTimeout) as exc:
+            log.debug("no listen stream for task %s (%s); polling", short_id(self.task_id), exc.message)
+            return None
+        except McpError as exc:
+            if exc.code != METHOD_NOT_FOUND:
+                raise
+            log.debug("the server has no subscriptions/listen; polling task %s", short_id(self.task_id))
+            return None
+        if "taskIds" not in subscription.accepted:
+            subscription.close()
+            log.debug("the listen acknowledgement has no taskIds; polling task %s", short_id(self.task_id))
+            return None
+        accepted = subscription.accepted["taskIds"]
+        if not isinstance(accepted, list) or self.task_id not in accepted:
+            subscription.close()
+            raise McpError(INVALID_PARAMS, "Unknown or inaccessible taskId")
+        return subscription
+
     def _follow(self, subscription: Subscription) -> Status | None:
-        """Observe the stream's events until the task is done (its status) or the stream ends."""
+        """Observe the stream's events until the task is done (its status) or the stream ends.
+
+        The task is also read every safety interval (and at the poll interval while the input
+        strategy leaves input unanswered), so a server that never pushes cannot stall the wait.
+        """
+        assert self.last is not None
+        read_at = self._next_read(self.last)
         while True:
+            wake = read_at if self.deadline.at is None else min(read_at, self.deadline.at)
             try:
-                event = subscription.next(self.deadline.remaining())
+                event = subscription.next(max(wake - time.monotonic(), 0.0))
             except TimeoutError:
-                raise self._timed_out() from None
-            if isinstance(event, Closed):
-                return None
-            if isinstance(event, Dropped):
+                if self.deadline.expired():
+                    raise self._timed_out() from None
+                if time.monotonic() < read_at:
+                    continue
                 status = self._get()
-            elif isinstance(event, Notification) and self._concerns_task(event):
-                status = decode_task(event.params, self.task_id)
             else:
-                continue
+                if isinstance(event, Closed):
+                    return None
+                if isinstance(event, Dropped):
+                    status = self._get()
+                elif isinstance(event, Notification) and self._concerns_task(event):
+                    status = decode_task(event.params, self.task_id)
+                else:
+                    continue
             final = self._observe(status)
             if final is not None:
                 return final
+            read_at = self._next_read(status)
+
+    def _next_read(self, status: Status) -> float:
+        """When a listen wait reads the task itself next, on the monotonic clock."""
+        interval = self._poll_interval(status)
+        if not self.input_declined:
+            interval = max(SAFETY_FACTOR * interval, MIN_SAFETY_INTERVAL)
+        return time.monotonic() + interval
 
     def _concerns_task(self, event: Notification) -> bool:
         return event.method in TASK_NOTIFICATIONS and event.params.get("taskId") == self.task_id
@@ -176,6 +232,7 @@ class _Wait:
     def _observe(self, status: Status) -> Status | None:
         """Take in one status; the final Status when the wait is over, else None."""
         self.last = status
+        self.input_declined = False
         self._notify(status)
         if status.status is TaskState.INPUT_REQUIRED:
             pending = {k: v for k, v in status.input_requests.items() if k not in self.answered}
@@ -190,6 +247,7 @@ class _Wait:
                 self._bounded(lambda step: send_update(self.client, self.task_id, responses, step, self.meta))
                 self.answered.update(responses)
                 self.just_answered = True
+            self.input_declined = any(key not in responses for key in pending)
             return None
         if status.terminal:
             return status

@@ -7,15 +7,20 @@ from __future__ import annotations
 
 import base64
 import binascii
+import itertools
 import json
+import math
+import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from mcp_tasks._errors import CONNECTION_CLOSED, McpError
 
 __all__ = [
     "EXTENSION_RESULT_TYPES",
     "IDEMPOTENT_METHODS",
+    "MAX_JSON_BYTES",
+    "MAX_JSON_DEPTH",
     "META_CLIENT_CAPABILITIES",
     "META_CLIENT_INFO",
     "META_PROTOCOL_VERSION",
@@ -98,9 +103,69 @@ def dumps(message: Any) -> bytes:
         raise ValueError(f"message is not JSON-serializable: {exc}") from exc
 
 
+MAX_JSON_DEPTH: Final = 512
+"""The deepest nesting of arrays and objects a message may have (the stdlib's own limit is the
+recursion limit, which fails with `RecursionError` deep inside the decoder)."""
+
+MAX_JSON_BYTES: Final = 64 * 1024 * 1024
+"""The largest JSON text decoded: room for large results, not for a runaway server."""
+
+_STRING_BYTES = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_STRING_TEXT = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKET_BYTES = bytes(b for b in range(256) if b not in b"[]{}")
+_NESTING = tuple(1 if b in b"[{" else -1 if b in b"]}" else 0 for b in range(256))
+# A lone surrogate can come only from a \uD800-\uDFFF escape or its (invalid) UTF-8 bytes.
+_SURROGATE_BYTES = re.compile(rb"\\u[dD][89abcdefABCDEF]|\xed[\xa0-\xbf]")
+_SURROGATE_TEXT = re.compile(r"\\u[dD][89abcdefABCDEF]|[\ud800-\udfff]")
+
+
 def loads(data: bytes | str) -> Any:
-    """Parse one JSON text; a failure is a ValueError."""
-    return json.loads(data)
+    """Parse one JSON text from the wire; a failure is a ValueError that says what was wrong.
+
+    Refused: more than `MAX_JSON_BYTES`, nesting deeper than `MAX_JSON_DEPTH`, NaN and the
+    infinities (JSON has no such numbers), and strings holding a lone surrogate (no wire can carry
+    them back: a task id like that could never be sent again).
+    """
+    if len(data) > MAX_JSON_BYTES:
+        raise ValueError(f"JSON text of {len(data)} bytes is over the limit of {MAX_JSON_BYTES}")
+    if _nesting(data) > MAX_JSON_DEPTH:
+        raise ValueError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    try:
+        value = json.loads(data, parse_constant=_no_constant, parse_float=_finite)
+    except RecursionError:
+        raise ValueError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
+    suspect = _SURROGATE_BYTES.search(data) if isinstance(data, bytes) else _SURROGATE_TEXT.search(data)
+    if suspect:
+        try:
+            json.dumps(value, ensure_ascii=False).encode()
+        except UnicodeEncodeError:
+            raise ValueError("JSON string holding a lone surrogate (not valid Unicode text)") from None
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"JSON has no {name}")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"JSON number {text[:20]} is out of range")
+    return value
+
+
+def _nesting(data: bytes | str) -> int:
+    """The deepest nesting of brackets outside strings (a cheap upper bound first)."""
+    if isinstance(data, str):
+        if data.count("[") + data.count("{") <= MAX_JSON_DEPTH:
+            return 0
+        data = _STRING_TEXT.sub("", data).encode("ascii", "ignore")
+    else:
+        if data.count(b"[") + data.count(b"{") <= MAX_JSON_DEPTH:
+            return 0
+        data = _STRING_BYTES.sub(b"", data)
+    brackets = data.translate(None, _NOT_BRACKET_BYTES)
+    return max(itertools.accumulate(map(_NESTING.__getitem__, brackets)), default=0)
 
 
 def request(request_id: int | str, method: str, params: dict[str, Any]) -> dict[str, Any]:

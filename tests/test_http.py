@@ -304,7 +304,8 @@ def test_cookies_the_server_sets_are_sent_back() -> None:
 
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         jar.append(environ.get("HTTP_COOKIE", ""))
-        body = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"content": []}}).encode()
+        asked = json.loads(environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0)))
+        body = json.dumps({"jsonrpc": "2.0", "id": asked["id"], "result": {"content": []}}).encode()
         start_response(
             "200 OK",
             [("Content-Type", "application/json"), ("Content-Length", str(len(body))), ("Set-Cookie", "route=b7")],
