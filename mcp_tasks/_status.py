@@ -84,6 +84,8 @@ class Status:
         task_id = task.get("taskId")
         if not isinstance(task_id, str) or not task_id:
             raise InvalidStatus("taskId", "must be a non-empty string", task_id)
+        if not task_id.isascii() and not _wire_text(task_id):
+            raise InvalidStatus("taskId", "is not valid Unicode text (a lone surrogate)", short_id(task_id))
         wire_status = task.get("status")
         if not isinstance(wire_status, str):
             raise InvalidStatus("status", "must be a string", wire_status)
@@ -150,6 +152,15 @@ class Status:
         if self.era != "modern":
             parts.append(f"era={self.era!r}")
         return f"Status({', '.join(parts)})"
+
+
+def _wire_text(text: str) -> bool:
+    """Whether a string can go on the wire (UTF-8 has no lone surrogates)."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _check_payload(name: str, value: object) -> Any:

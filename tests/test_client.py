@@ -284,3 +284,65 @@ def test_list_tools_leaves_out_refused_annotations(client: mt.Client, caplog: py
     raw = client.request("tools/list")
     assert "badly_annotated" in {tool["name"] for tool in raw["tools"]}
     assert (raw["ttlMs"], raw["cacheScope"]) == (0, "private")
+
+
+# -- hostile answers (issue 9, item 10) -----------------------------------------------------------
+
+
+class Answers:
+    """A direct server that answers each request with the next of `replies` (a function of the
+    request), and `good` after them."""
+
+    def __init__(self, *replies: Any) -> None:
+        self.replies = list(replies)
+
+    def handle(self, message: dict[str, Any], exchange: Any) -> dict[str, Any] | None:
+        if "id" not in message:
+            return None
+        if self.replies:
+            reply: dict[str, Any] = self.replies.pop(0)(message)
+            return reply
+        return {"jsonrpc": "2.0", "id": message["id"], "result": {"content": [], "ok": True}}
+
+
+def test_an_answer_with_another_requests_id_is_an_error_and_the_client_goes_on() -> None:
+    other = Answers(lambda m: {"jsonrpc": "2.0", "id": m["id"] + 100, "result": {}})
+    with mt.Client.direct(other) as client:
+        with pytest.raises(mt.McpError, match="another request's id") as error:
+            client.request("tools/list")
+        assert error.value.kind == "transport"
+        assert client.request("tools/list")["ok"] is True
+
+
+@pytest.mark.parametrize("wrong", [True, "1", 1.0, None])
+def test_an_id_of_another_type_is_not_the_same_id(wrong: object) -> None:
+    server = Answers(lambda m: {"jsonrpc": "2.0", "id": wrong, "result": {}})
+    with mt.Client.direct(server) as client, pytest.raises(mt.McpError, match="another request's id"):
+        client.request("ping")
+
+
+def test_an_error_with_a_null_id_is_that_requests_error() -> None:
+    """JSON-RPC's answer when the server could not read the request's id."""
+    error = {"code": -32600, "message": "Invalid Request"}
+    with mt.Client.direct(Answers(lambda m: {"jsonrpc": "2.0", "id": None, "error": error})) as client:
+        with pytest.raises(mt.McpError) as raised:
+            client.request("ping")
+        assert raised.value.code == -32600
+
+
+def test_a_task_id_holding_a_lone_surrogate_is_refused_when_decoded() -> None:
+    task = {"resultType": "task", "taskId": "ab\ud800cd", "status": "working"}
+    with mt.Client.direct(Answers(lambda m: {"jsonrpc": "2.0", "id": m["id"], "result": task})) as client:
+        with pytest.raises(mt.McpError, match="no wire can carry") as raised:
+            mt.call_tool(client, "anything")
+        assert raised.value.kind == "transport"
+        assert client.request("tools/list")["ok"] is True
+    with pytest.raises(mt.InvalidStatus, match="taskId"):
+        mt.Status.from_map({"taskId": "ab\udc00", "status": "working"})
+
+
+def test_a_notification_repr_does_not_show_the_task_id() -> None:
+    secret = "zJ3JNBBAORw4uOgJy7Rl93ZQYuUp0qUA13srtHs9SZc"
+    note = mt.Notification("notifications/tasks", {"taskId": secret, "status": "working"})
+    assert secret not in repr(note)
+    assert "notifications/tasks" in repr(note) and secret[:6] in repr(note)

@@ -13,7 +13,7 @@ import _thread
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -89,7 +89,7 @@ def test_the_pace_between_state_only_rounds_is_cut_to_the_deadline() -> None:
 class WantsHeaders(SlowServer):
     """-32020 for a tools/call until it has been listed; lists a tool with an x-mcp-header."""
 
-    TOOL = {
+    TOOL: ClassVar[dict[str, Any]] = {
         "name": "regional",
         "inputSchema": {"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}},
     }

@@ -11,7 +11,7 @@ import requests
 
 import mcp_tasks as mt
 from mcp_tasks.server import Exchange, serve_http
-from tests.conftest import Harness, eventually, mcp_threads, open_streams
+from tests.conftest import Background, Harness, eventually, mcp_threads, open_streams
 from tests.fixtures.servers import make_server
 
 DECLARED = {"io.modelcontextprotocol/clientCapabilities": mt.capabilities()}
@@ -256,3 +256,52 @@ def test_many_subscriptions_at_once(harness: Harness) -> None:
     for sub in subs:
         sub.close()
     eventually(lambda: open_streams(client) == 0, message="every stream closed on the server")
+
+
+# -- next() and close() (issue 9) -----------------------------------------------------------------
+
+
+def test_next_takes_zero_none_or_a_positive_timeout(harness: Harness) -> None:
+    client = harness.client()
+    with client.listen({"toolsListChanged": True}) as sub:
+        with pytest.raises(TimeoutError):
+            sub.next(0)
+        for bad, kind in ((-1, ValueError), (float("nan"), ValueError), ("1", TypeError), (True, TypeError)):
+            with pytest.raises(kind):
+                sub.next(bad)  # type: ignore[arg-type]
+    assert sub.next(None) == mt.Closed(None)
+
+
+def test_close_wakes_a_reader_waiting_for_ever(harness: Harness) -> None:
+    """A reader in another thread blocked in next() with no timeout gets Closed when the
+    subscription closes: the wait wakes for close, not at a slice."""
+    client = harness.client()
+    sub = client.listen({"toolsListChanged": True})
+    reader = Background(lambda: sub.next())
+    sub.close()
+    assert reader.result() == mt.Closed(None)
+
+
+def test_close_during_the_acknowledgement_wait_ends_it() -> None:
+    """A subscription closed while another thread waits for its acknowledgement: that wait ends
+    with an error instead of sitting until its deadline."""
+
+    class NoAck:
+        def handle(self, message: dict[str, Any], exchange: Exchange) -> dict[str, Any] | None:
+            exchange.cancelled.wait(30)
+            return None
+
+    from mcp_tasks._clock import Deadline
+    from mcp_tasks._subscription import Subscription
+    from mcp_tasks.transports.direct import DirectTransport
+
+    transport = DirectTransport(NoAck())
+    try:
+        message = {"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen", "params": {"notifications": {}}}
+        sub = Subscription(transport.open_stream(message, Deadline(5)), 1)
+        waiter = Background(lambda: sub.wait_acknowledged(Deadline(None)))
+        sub.close()
+        with pytest.raises(mt.McpError):
+            waiter.result()
+    finally:
+        transport.close()

@@ -6,11 +6,13 @@ from typing import Any
 
 import pytest
 
+from mcp_tasks import _wire
 from mcp_tasks._wire import (
     declares_extension,
     decode_header_value,
     dumps,
     encode_header_value,
+    loads,
     mcp_name,
     merge_meta,
 )
@@ -71,3 +73,47 @@ def test_dumps_is_compact_utf8_and_refuses_nan() -> None:
         dumps({"x": float("inf")})
     with pytest.raises(ValueError):
         dumps({"x": object()})
+
+
+# -- decode limits (issue 9, item 10) -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("data", [b"[" * 513 + b"]" * 513, "{" * 100_000, b"[" * 1_000_000])
+def test_json_nested_too_deep_is_a_clear_value_error(data: bytes | str) -> None:
+    """Not the RecursionError the stdlib raises from deep inside the decoder."""
+    with pytest.raises(ValueError, match="nested deeper than 512"):
+        loads(data)
+
+
+def test_json_at_the_depth_limit_and_brackets_in_strings_decode() -> None:
+    assert loads(b"[" * 512 + b"]" * 512) is not None
+    text = '{"a": "' + "[" * 2000 + '", "b": "\\"]]]"}'
+    assert loads(text)["a"] == "[" * 2000
+    assert loads(text.encode())["b"] == '"]]]'
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b'"\\ud800"', b'{"taskId": "ab\\uDC00"}', b'"\xed\xa0\x80"', '"\\udfff"', '"\udc00"'],
+)
+def test_a_lone_surrogate_is_refused_at_decode(data: bytes | str) -> None:
+    """No wire can carry it back: a task id like that could never be sent again."""
+    with pytest.raises(ValueError, match="lone surrogate"):
+        loads(data)
+
+
+def test_a_surrogate_pair_is_text() -> None:
+    assert loads(b'"\\ud83d\\ude00"') == "\U0001f600"
+
+
+@pytest.mark.parametrize("data", [b"NaN", b"[Infinity]", b'{"x": -Infinity}', b"[1e999]", b"-1e400"])
+def test_numbers_json_does_not_have_are_refused(data: bytes) -> None:
+    with pytest.raises(ValueError, match="JSON"):
+        loads(data)
+
+
+def test_a_text_over_the_size_limit_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_wire, "MAX_JSON_BYTES", 100)
+    assert loads(b"[" + b"1," * 40 + b"1]")
+    with pytest.raises(ValueError, match="over the limit"):
+        loads(b"[" + b"1," * 60 + b"1]")

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from mcp_tasks._clock import Deadline, wait_sliced
 from mcp_tasks._errors import RequestTimeout, TransportError
 from mcp_tasks._threads import join_all, start_thread
-from mcp_tasks._wire import dumps, loads
+from mcp_tasks._wire import dumps, loads, malformed
 from mcp_tasks.server._exchange import Exchange
 from mcp_tasks.transports._base import Message, QueueStream, Stream, Transport
 
@@ -136,7 +136,10 @@ class DirectTransport(Transport):
     def _answer(self, response: Message | None) -> Message:
         if response is None:
             raise TransportError("the server sent no response to the request")
-        return _over_the_wire(response)
+        try:
+            return _over_the_wire(response)
+        except ValueError as exc:  # what no wire could carry (NaN, a lone surrogate, too deep)
+            raise malformed(f"The server sent a response no wire can carry: {exc}") from None
 
     def _check_open(self) -> None:
         if self._closed:
