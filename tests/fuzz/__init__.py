@@ -1,0 +1,1 @@
+"""Servers that replay hostile answers, for the fuzz test (they share no code with mcp_tasks.server)."""
