@@ -39,10 +39,11 @@ from mcp_tasks._tasks import (
     update_task,
 )
 from mcp_tasks._version import __version__
-from mcp_tasks._wait import await_task, call_and_await, wait_task
+from mcp_tasks._wait import CallOptions, await_task, call_and_await, wait_task
 
 __all__ = [
     "UNSET",
+    "CallOptions",
     "Client",
     "Closed",
     "Dropped",
@@ -74,3 +75,11 @@ __all__ = [
     "update_task",
     "wait_task",
 ]
+
+# Public classes report the package as their home, so tracebacks and reprs say
+# ``mcp_tasks.TaskCancelled`` rather than the private module that defines it.
+for _name in __all__:
+    _public = globals()[_name]
+    if isinstance(_public, type) and _public.__module__.startswith("mcp_tasks."):
+        _public.__module__ = "mcp_tasks"
+del _name, _public

@@ -13,6 +13,7 @@ import attrs
 import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
+from mcp_tasks._display import pretty, status_html, status_rows
 from mcp_tasks._errors import InvalidStatus
 from mcp_tasks._redact import short_id
 
@@ -136,6 +137,14 @@ class Status:
     def with_input_requests(self, requests: Mapping[str, dict[str, Any]]) -> Status:
         """A copy whose `input_requests` are `requests` (for example only the pending ones)."""
         return attrs.evolve(self, input_requests=dict(requests))
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """IPython's pretty form: status, short id, message, timestamps and a payload summary."""
+        pretty("Status", status_rows(self), printer, cycle)
+
+    def _repr_html_(self) -> str:
+        """The same as an HTML table, for notebooks."""
+        return status_html(self)
 
     def __repr__(self) -> str:
         parts = [f"task_id={short_id(self.task_id)!r}", f"status={self.wire_status!r}"]

@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from mcp_tasks._errors import CONNECTION_CLOSED, McpError
+from mcp_tasks._errors import McpError, TransportError
 
 __all__ = [
     "EXTENSION_RESULT_TYPES",
@@ -241,8 +241,8 @@ def _plain_header_safe(value: str) -> bool:
 
 
 def malformed(message: str, cause: Any = None) -> McpError:
-    """A message from the server that breaks the protocol: -32000, kind transport."""
-    return McpError(CONNECTION_CLOSED, message, kind="transport", cause=cause)
+    """A message from the server that breaks the protocol: a `TransportError` (-32000)."""
+    return TransportError(message, cause=cause)
 
 
 def decode_response(message: object) -> dict[str, Any]:
