@@ -14,6 +14,7 @@ Data flows one way: your code -> these helpers -> `Client` -> a transport -> the
 """
 
 from mcp_tasks._client import UNSET, Client
+from mcp_tasks._display import StatusDisplay
 from mcp_tasks._errors import (
     InputError,
     InputRequired,
@@ -57,6 +58,7 @@ __all__ = [
     "RequestTimeout",
     "Retry",
     "Status",
+    "StatusDisplay",
     "Subscription",
     "TaskCancelled",
     "TaskFailed",

@@ -178,23 +178,33 @@ class StatusDisplay:
                 return
             if self._live():
                 self._draw()
-                if self._ticker is None and self._tick > 0 and not status.terminal:
+                if status.terminal:
+                    self.stream.write("\n")
+                    self._drawn = False
+                elif self._ticker is None and self._tick > 0:
                     self._ticker = start_thread("status-line", self._run_ticker)
             else:
                 self.stream.write(status_line(status, time.monotonic() - self._started) + "\n")
                 self.stream.flush()
 
-    def close(self) -> None:
-        """Stop ticking and end the terminal line. Idempotent."""
+    def suspend(self) -> None:
+        """End the terminal line and stop ticking until the next status: call it before writing
+        anything else to the stream (a prompt, a message).
+        """
         self._stop.set()
         ticker, self._ticker = self._ticker, None
         if ticker is not None and ticker is not threading.current_thread():
             ticker.join()
         with self._lock:
+            self._stop.clear()
             if self._drawn:
                 self.stream.write("\n")
                 self.stream.flush()
                 self._drawn = False
+
+    def close(self) -> None:
+        """Stop ticking and end the terminal line. Idempotent."""
+        self.suspend()
 
     def __enter__(self) -> StatusDisplay:
         return self
@@ -224,7 +234,8 @@ class StatusDisplay:
         self._drawn = True
 
     def _run_ticker(self) -> None:
-        while not self._stop.wait(self._tick):
+        stop = self._stop
+        while not stop.wait(self._tick):
             with self._lock:
                 if self._last is None or self._last.terminal or not self._drawn:
                     return
