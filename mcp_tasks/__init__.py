@@ -14,6 +14,7 @@ Data flows one way: your code -> these helpers -> `Client` -> a transport -> the
 """
 
 from mcp_tasks._client import UNSET, Client
+from mcp_tasks._display import StatusDisplay
 from mcp_tasks._errors import (
     InputError,
     InputRequired,
@@ -39,10 +40,11 @@ from mcp_tasks._tasks import (
     update_task,
 )
 from mcp_tasks._version import __version__
-from mcp_tasks._wait import await_task, call_and_await, wait_task
+from mcp_tasks._wait import CallOptions, await_task, call_and_await, wait_task
 
 __all__ = [
     "UNSET",
+    "CallOptions",
     "Client",
     "Closed",
     "Dropped",
@@ -56,6 +58,7 @@ __all__ = [
     "RequestTimeout",
     "Retry",
     "Status",
+    "StatusDisplay",
     "Subscription",
     "TaskCancelled",
     "TaskFailed",
@@ -74,3 +77,11 @@ __all__ = [
     "update_task",
     "wait_task",
 ]
+
+# Public classes report the package as their home, so tracebacks and reprs say
+# ``mcp_tasks.TaskCancelled`` rather than the private module that defines it.
+for _name in __all__:
+    _public = globals()[_name]
+    if isinstance(_public, type) and _public.__module__.startswith("mcp_tasks."):
+        _public.__module__ = "mcp_tasks"
+del _name, _public

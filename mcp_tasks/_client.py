@@ -22,6 +22,7 @@ from mcp_tasks._errors import (
     UNSUPPORTED_PROTOCOL_VERSION,
     McpError,
     RequestTimeout,
+    name_request,
 )
 from mcp_tasks._input import InputHandlers, NoHandler, answer_all
 from mcp_tasks._retry import Retry
@@ -563,6 +564,7 @@ class Client:
                 return decode_response(response), request_meta
             except McpError as exc:
                 if attempt == 2 or not self._may_retry_version(exc, request_meta):
+                    name_request(exc, method)
                     raise
                 log.debug("the server refused protocol version %s but lists it; trying once more", PROTOCOL_VERSION)
         raise AssertionError("unreachable")

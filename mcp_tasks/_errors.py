@@ -3,7 +3,7 @@
 ```
 McpError(Exception)                       code, message, data, kind, cause
  +- TransportError(McpError, ConnectionError)  the connection failed (-32000, kind transport)
- +- RequestTimeout(McpError, TimeoutError)     a request got no answer in time (-32001)
+ |   +- RequestTimeout(TimeoutError)           a request got no answer in time (-32001)
  +- TaskFailed                                 the task failed; code, message, data from its error
  +- TaskTimeout(McpError, TimeoutError)        a wait ran out of time (-32001); the task keeps running
 TaskCancelled(Exception)                  the task was cancelled (an outcome, not a protocol error)
@@ -13,13 +13,17 @@ InputError(Exception)                     raised by an input handler that cannot
 ```
 
 Subclasses also derive from the builtin they resemble, so ``except TimeoutError`` catches a wait that
-ran out of time. ``str(error)`` is the message alone.
+ran out of time. ``str(error)`` is the message alone (`TaskFailed` adds the task). Every error of
+kind transport that a request raises is a `TransportError`; `TaskTimeout` is the wait's own
+deadline, not the connection's, and is not one. Messages name what they are about: the task (by a
+short prefix of its id), the method, the URL, the limit, the reason.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from mcp_tasks._display import error_html, error_rows, pretty
 from mcp_tasks._redact import short_id
 
 if TYPE_CHECKING:
@@ -46,6 +50,8 @@ __all__ = [
     "TaskTimeout",
     "TransportError",
     "kind_for_code",
+    "name_request",
+    "seconds",
 ]
 
 PARSE_ERROR = -32700
@@ -71,7 +77,19 @@ def kind_for_code(code: int) -> str:
     return "protocol"
 
 
-class McpError(Exception):
+class _Displayed:
+    """Rich displays for the errors: IPython's pretty form and an HTML table in notebooks."""
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        assert isinstance(self, BaseException)
+        pretty(f"{type(self).__module__}.{type(self).__qualname__}", error_rows(self), printer, cycle)
+
+    def _repr_html_(self) -> str:
+        assert isinstance(self, BaseException)
+        return error_html(self)
+
+
+class McpError(_Displayed, Exception):
     """An MCP request failed: a JSON-RPC error from the server, or one the client made.
 
     `kind` is one of json_rpc, protocol, transport, execution, authorization, extension; for an
@@ -112,12 +130,7 @@ class McpError(Exception):
             and isinstance(error.get("message"), str)
         ):
             return cls(error["code"], error["message"], error.get("data"))
-        return McpError(
-            CONNECTION_CLOSED,
-            "The server sent a malformed JSON-RPC error object",
-            kind="transport",
-            cause=error,
-        )
+        return TransportError("The server sent a malformed JSON-RPC error object", cause=error)
 
     def to_wire(self) -> dict[str, Any]:
         """The JSON-RPC error object for this error (kind and cause stay local)."""
@@ -152,15 +165,23 @@ class TransportError(McpError, ConnectionError):
         self.retry_after = retry_after
 
 
-class RequestTimeout(McpError, TimeoutError):
-    """A request got no answer within its timeout (-32001, kind transport, data ``timeoutMs``)."""
+class RequestTimeout(TransportError, TimeoutError):
+    """A request got no answer within its timeout (-32001, kind transport, data ``timeoutMs``).
 
-    def __init__(self, timeout: float, message: str = "Request timed out") -> None:
-        super().__init__(REQUEST_TIMEOUT, message, {"timeoutMs": _millis(timeout)}, "transport", "timeout")
+    A `TransportError` (every transport-kind error is one) and a `TimeoutError`; never retried.
+    """
+
+    def __init__(self, timeout: float, message: str | None = None) -> None:
+        super().__init__(message or f"No answer within {seconds(timeout)}", data={"timeoutMs": _millis(timeout)})
+        self.code = REQUEST_TIMEOUT
+        self.cause = "timeout"
 
 
 class TaskFailed(McpError):
-    """The task failed: `code`, `message` and `data` are those of its error; `.status` is the task."""
+    """The task failed: `code`, `message` and `data` are those of its error; `.status` is the task.
+
+    ``str(error)`` names the task as well: ``Task abc123… failed: <message>``.
+    """
 
     def __init__(self, status: Status) -> None:
         error = status.error or {}
@@ -169,43 +190,58 @@ class TaskFailed(McpError):
         super().__init__(code, message, error.get("data"), None, ("task_failed", status))
         self.status = status
 
+    def __str__(self) -> str:
+        return f"Task {short_id(self.status.task_id)} failed: {self.message} (error {self.code})"
+
 
 class TaskTimeout(McpError, TimeoutError):
     """A wait ran out of time. The task keeps running on the server: wait again, or cancel it.
 
     `data` holds ``taskId`` and ``timeoutMs`` (the configured timeout); `.status` is the last status
-    the wait read, or None when it read none.
+    the wait read, or None when it read none; `.cancelled` is True when the wait cancelled the task
+    (``cancel_on_timeout=True``).
     """
 
-    def __init__(self, task_id: str, timeout: float, status: Status | None) -> None:
+    def __init__(self, task_id: str, timeout: float, status: Status | None, *, cancelled: bool = False) -> None:
+        last = f" (last seen {status.wire_status})" if status is not None else ""
+        then = (
+            "it was cancelled (cancel_on_timeout)"
+            if cancelled
+            else "it is still running on the server: wait for it again, or cancel it"
+        )
         super().__init__(
             REQUEST_TIMEOUT,
-            "The task did not finish within the wait",
+            f"Task {short_id(task_id)} did not finish within {seconds(timeout)}{last}; {then}",
             {"taskId": task_id, "timeoutMs": _millis(timeout)},
             "transport",
             ("timeout", status),
         )
         self.status = status
+        self.cancelled = cancelled
 
 
-class TaskCancelled(Exception):
+class TaskCancelled(_Displayed, Exception):
     """The task was cancelled: an outcome, not a protocol error. `.status` is the task."""
 
     def __init__(self, status: Status) -> None:
-        super().__init__(f"Task {short_id(status.task_id)} was cancelled")
+        why = f": {status.status_message}" if status.status_message else ""
+        super().__init__(f"Task {short_id(status.task_id)} was cancelled{why}")
         self.status = status
 
 
-class InputRequired(Exception):
+class InputRequired(_Displayed, Exception):
     """The task needs input this wait did not answer. `.status` lists it in `input_requests`."""
 
     def __init__(self, status: Status) -> None:
-        keys = ", ".join(short_id(k) for k in sorted(status.input_requests)) or "none listed"
-        super().__init__(f"Task {short_id(status.task_id)} needs input ({keys})")
+        keys = ", ".join(repr(k) for k in sorted(status.input_requests)) or "none listed"
+        super().__init__(
+            f"Task {short_id(status.task_id)} needs input this wait did not answer ({keys}): answer it with "
+            "update_task, or wait with input handlers that can"
+        )
         self.status = status
 
 
-class InvalidStatus(ValueError):
+class InvalidStatus(_Displayed, ValueError):
     """A task map from the wire does not decode. `.field` is the wire name of the bad field."""
 
     def __init__(self, field: str, problem: str, value: Any = None) -> None:
@@ -214,7 +250,7 @@ class InvalidStatus(ValueError):
         self.value = value
 
 
-class InputError(Exception):
+class InputError(_Displayed, Exception):
     """Raised by an input handler that cannot answer; the wait stops with -32603.
 
     `reason` is carried into the error's cause as ``("input_handler", key, reason, status)``.
@@ -225,5 +261,27 @@ class InputError(Exception):
         self.reason = reason
 
 
-def _millis(seconds: float) -> int:
-    return round(seconds * 1000)
+def name_request(error: McpError, method: str) -> None:
+    """Make an error from one request name its method, when its message does not already: the
+    server's bare "Method not found", and a request that got no answer in time.
+    """
+    if method in error.message:
+        return
+    if error.code == METHOD_NOT_FOUND:
+        _reword(error, f"{error.message}: the server has no method {method!r}")
+    elif isinstance(error, RequestTimeout):
+        _reword(error, f"{method}: {error.message}")
+
+
+def _reword(error: McpError, message: str) -> None:
+    error.message = message
+    error.args = (message,)
+
+
+def seconds(value: float) -> str:
+    """A duration for a message: ``1.5 s``, ``90 s``, ``0.2 s`` (to the hundredth)."""
+    return f"{round(value, 2) if value >= 0.1 else value:.6g} s"
+
+
+def _millis(value: float) -> int:
+    return round(value * 1000)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import attrs
 
 from mcp_tasks._errors import INTERNAL_ERROR, InputError, McpError
+from mcp_tasks._redact import short_id
 
 if TYPE_CHECKING:
     from mcp_tasks._status import Status
@@ -227,15 +228,39 @@ class InputStrategy(Protocol):
 
 def input_failure(key: str | None, reason: Any, subject: Status | dict[str, Any]) -> McpError:
     """The error for input that could not be answered (-32603, kind execution); `subject` is the
-    task's Status (in a wait) or the input_required result (in a call).
+    task's Status (in a wait) or the input_required result (in a call). The message says why.
     """
-    whose = "the server's" if isinstance(subject, dict) else "the task's"
+    if isinstance(subject, dict):
+        whose, requests = "the server's", subject.get("inputRequests")
+    else:
+        whose, requests = f"task {short_id(subject.task_id)}'s", subject.input_requests
+    request = requests.get(key) if isinstance(requests, dict) and key is not None else None
+    kind = kind_of(request) or "input"
+    what = f"The input handler for {whose} {kind} request {key!r}" if key is not None else f"The input for {whose}"
     return McpError(
         INTERNAL_ERROR,
-        f"An input handler did not answer {whose} input request",
+        f"{what} could not answer: {_why(kind, reason)}",
         kind="execution",
         cause=("input_handler", key, reason, subject),
     )
+
+
+def _why(kind: str, reason: Any) -> str:
+    """A reason for a message; a response is described, never shown whole (it may hold secrets)."""
+    if isinstance(reason, tuple) and len(reason) == 2 and reason[0] == "invalid_return":
+        value = reason[1]
+        shown = repr(value) if value is None or isinstance(value, (bool, int, float)) else type(value).__name__
+        return f"it returned {shown}, not a response dict"
+    if isinstance(reason, tuple) and len(reason) == 2 and reason[0] == "invalid_response":
+        response = reason[1]
+        if kind in ("form", "url") and isinstance(response, dict):
+            action = response.get("action")
+            if action not in ELICITATION_ACTIONS:
+                return f"its action must be 'accept', 'decline' or 'cancel', got {repr(action)[:30]}"
+            return "its response is not plain JSON with string keys"
+        keys = ", ".join(sorted(str(k) for k in response)) if isinstance(response, dict) else "none"
+        return f"its response is not a valid {kind} response (keys: {keys})"
+    return str(reason)
 
 
 class NoHandler(Exception):

@@ -11,8 +11,9 @@ from typing import Any, Literal
 
 import attrs
 import cattrs
-from cattrs.gen import make_dict_structure_fn, override
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
+from mcp_tasks._display import pretty, status_html, status_rows
 from mcp_tasks._errors import InvalidStatus
 from mcp_tasks._redact import short_id
 
@@ -78,38 +79,36 @@ class Status:
         (``resultType: "task"``) needs no payload, but one it carries is checked; any other map
         needs the payload its status implies. Optional fields are coerced, not rejected: a
         statusMessage that is not a string, or a ttlMs that is not a positive integer, becomes None.
+        The legacy era reads ``ttl`` and ``pollInterval`` where ``ttlMs`` and ``pollIntervalMs``
+        are absent.
         """
         if not isinstance(task, Mapping):
             raise InvalidStatus("task", "must be a JSON object", task)
-        task_id = task.get("taskId")
-        if not isinstance(task_id, str) or not task_id:
-            raise InvalidStatus("taskId", "must be a non-empty string", task_id)
-        if not task_id.isascii() and not _wire_text(task_id):
-            raise InvalidStatus("taskId", "is not valid Unicode text (a lone surrogate)", short_id(task_id))
-        wire_status = task.get("status")
-        if not isinstance(wire_status, str):
-            raise InvalidStatus("status", "must be a string", wire_status)
-        state = _KNOWN_STATES.get(wire_status, TaskState.UNKNOWN)
-        fields: dict[str, Any] = {
-            "taskId": task_id,
-            "status": state,
-            "statusMessage": task.get("statusMessage"),
-            "createdAt": task.get("createdAt"),
-            "lastUpdatedAt": task.get("lastUpdatedAt"),
-            "ttlMs": task.get("ttl" if era == "legacy" and "ttlMs" not in task else "ttlMs"),
-            "pollIntervalMs": task.get(
-                "pollInterval" if era == "legacy" and "pollIntervalMs" not in task else "pollIntervalMs"
-            ),
-            "raw": dict(task),
-            "era": era,
-        }
-        payload = _PAYLOAD.get(state)
-        if payload is not None and (payload in task or task.get("resultType") != "task"):
-            fields[payload] = _check_payload(payload, task.get(payload))
         try:
-            return _structure(fields)
-        except (cattrs.BaseValidationError, TypeError, ValueError) as exc:  # pragma: no cover - guarded above
-            raise InvalidStatus("task", f"does not decode: {exc}", task) from exc
+            status: Status = _converter.structure(_prepare(task, era), Status)
+        except cattrs.ClassValidationError as exc:
+            raise _invalid(exc, task, era) from None
+        return status
+
+    def to_map(self) -> dict[str, Any]:
+        """The wire map of this status, to save as JSON and read back with `from_map`.
+
+        It is `raw` with the fields laid over it, in the keys of its era, so for a status decoded
+        from the wire ``Status.from_map(status.to_map(), era=status.era) == status``.
+        """
+        fields: dict[str, Any] = _converter.unstructure(self)
+        if self.status is TaskState.UNKNOWN:
+            fields["status"] = self.wire_status
+        wire = dict(self.raw)
+        for name, key in _WIRE_NAMES.items():
+            if name in _PASSED_THROUGH:
+                continue
+            wire_key = _wire_key(key, self.era, self.raw)
+            if key in fields:
+                wire[wire_key] = fields[key]
+            elif name in _OPTIONAL_HOOKS and wire_key in wire and _decodes(name, wire[wire_key]):
+                del wire[wire_key]  # the field was cleared: the map must not bring it back
+        return wire
 
     @property
     def terminal(self) -> bool:
@@ -139,6 +138,14 @@ class Status:
         """A copy whose `input_requests` are `requests` (for example only the pending ones)."""
         return attrs.evolve(self, input_requests=dict(requests))
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """IPython's pretty form: status, short id, message, timestamps and a payload summary."""
+        pretty("Status", status_rows(self), printer, cycle)
+
+    def _repr_html_(self) -> str:
+        """The same as an HTML table, for notebooks."""
+        return status_html(self)
+
     def __repr__(self) -> str:
         parts = [f"task_id={short_id(self.task_id)!r}", f"status={self.wire_status!r}"]
         if self.status_message is not None:
@@ -154,6 +161,80 @@ class Status:
         return f"Status({', '.join(parts)})"
 
 
+# -- the converter: built once at import ----------------------------------------------------------
+#
+# Its structure hook renames the wire's camelCase keys and checks each field strictly (cattrs would
+# otherwise turn "3" into 3 and "false" into True and hide a broken server); a failure comes back
+# from cattrs' own error notes as `InvalidStatus` naming the wire key. Its unstructure hook gives
+# the wire names back. Two things are not per field and are settled before cattrs runs: which
+# payload a map must carry (it follows from its status and resultType), and the legacy era's keys.
+
+_WIRE_NAMES = {
+    "task_id": "taskId",
+    "status": "status",
+    "status_message": "statusMessage",
+    "created_at": "createdAt",
+    "last_updated_at": "lastUpdatedAt",
+    "ttl_ms": "ttlMs",
+    "poll_interval_ms": "pollIntervalMs",
+    "input_requests": "inputRequests",
+    "result": "result",
+    "error": "error",
+    "raw": "raw",
+    "era": "era",
+}
+_PASSED_THROUGH = frozenset({"raw", "era"})  # not on the wire: from_map supplies them
+_LEGACY_KEYS = {"ttlMs": "ttl", "pollIntervalMs": "pollInterval"}
+_MISSING = object()  # a payload the status implies that the map does not carry
+
+
+def _wire_key(key: str, era: Era, task: Mapping[str, Any]) -> str:
+    """The key a field is read from (and written back to) in a map of this era."""
+    legacy = _LEGACY_KEYS.get(key)
+    if era == "legacy" and legacy is not None and key not in task:
+        return legacy
+    return key
+
+
+def _prepare(task: Mapping[str, Any], era: Era) -> dict[str, Any]:
+    """The map cattrs structures: modern keys, only the payload the status implies, raw and era."""
+    fields = dict(task)
+    for key in _LEGACY_KEYS:
+        wire_key = _wire_key(key, era, task)
+        if wire_key != key and wire_key in task:
+            fields[key] = task[wire_key]
+    wire_status = task.get("status")
+    payload = _PAYLOAD.get(_KNOWN_STATES[wire_status]) if wire_status in _KNOWN_STATES else None
+    for key in _PAYLOAD.values():
+        if key == payload and (key in task or task.get("resultType") != "task"):
+            fields[key] = task.get(key, _MISSING)
+        else:
+            fields.pop(key, None)
+    fields["raw"] = dict(task)
+    fields["era"] = era
+    return fields
+
+
+def _invalid(error: cattrs.ClassValidationError, task: Mapping[str, Any], era: Era) -> InvalidStatus:
+    """The first failure cattrs collected, as `InvalidStatus` naming the field's wire key."""
+    for exc in error.exceptions:
+        for note in getattr(exc, "__notes__", ()):
+            name = getattr(note, "name", None)
+            if name in _WIRE_NAMES:
+                key = _wire_key(_WIRE_NAMES[name], era, task)
+                problem = "is missing" if isinstance(exc, KeyError) else str(exc)
+                return InvalidStatus(key, problem, task.get(key))
+    return InvalidStatus("task", f"does not decode: {error}", task)  # pragma: no cover - every hook names its field
+
+
+def _required_text(value: Any, _type: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError("must be a non-empty string")
+    if not value.isascii() and not _wire_text(value):
+        raise ValueError("is not valid Unicode text (a lone surrogate)")
+    return value
+
+
 def _wire_text(text: str) -> bool:
     """Whether a string can go on the wire (UTF-8 has no lone surrogates)."""
     try:
@@ -163,38 +244,10 @@ def _wire_text(text: str) -> bool:
     return True
 
 
-def _check_payload(name: str, value: object) -> Any:
-    if name == "inputRequests":
-        if not isinstance(value, dict):
-            raise InvalidStatus(name, "must be an object of input requests", value)
-        for key, request in value.items():
-            if not isinstance(key, str) or not isinstance(request, dict):
-                raise InvalidStatus(name, f"entry {short_id(key)!r} must be an object", value)
-        return value
-    if name == "result":
-        if not isinstance(value, dict):
-            raise InvalidStatus(name, "must be an object", value)
-        return value
-    if (
-        not isinstance(value, dict)
-        or not isinstance(value.get("code"), int)
-        or isinstance(value.get("code"), bool)
-        or not isinstance(value.get("message"), str)
-    ):
-        raise InvalidStatus(name, "must be an object with an integer code and a string message", value)
-    return value
-
-
-# -- the converter: built once at import --------------------------------------------------------
-
-
-def _strict(kind: type) -> Any:
-    def hook(value: Any, _type: Any) -> Any:
-        if type(value) is not kind:
-            raise TypeError(f"expected {kind.__name__}, got {type(value).__name__}")
-        return value
-
-    return hook
+def _state(value: Any, _type: Any) -> TaskState:
+    if not isinstance(value, str):
+        raise ValueError("must be a string")
+    return _KNOWN_STATES.get(value, TaskState.UNKNOWN)
 
 
 def _text_or_none(value: Any, _type: Any) -> str | None:
@@ -207,36 +260,84 @@ def _positive_int_or_none(value: Any, _type: Any) -> int | None:
     return None
 
 
-def _object(value: Any, _type: Any) -> Any:
-    if value is not None and not isinstance(value, dict):
-        raise TypeError(f"expected an object, got {type(value).__name__}")
+def _input_requests(value: Any, _type: Any) -> dict[str, dict[str, Any]]:
+    if value is _MISSING or not isinstance(value, dict):
+        raise ValueError("must be an object of input requests")
+    for key, request in value.items():
+        if not isinstance(key, str) or not isinstance(request, dict):
+            raise ValueError(f"entry {short_id(key)!r} must be an object")
+    return dict(value)
+
+
+def _result(value: Any, _type: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ValueError("must be an object")
     return value
 
 
-_converter = cattrs.Converter(forbid_extra_keys=False)
-for _kind in (str, int, float, bool):
-    _converter.register_structure_hook(_kind, _strict(_kind))
-_converter.register_structure_hook(TaskState, lambda value, _t: TaskState(value))
+def _error(value: Any, _type: Any) -> dict[str, Any]:
+    if (
+        not isinstance(value, dict)
+        or not isinstance(value.get("code"), int)
+        or isinstance(value.get("code"), bool)
+        or not isinstance(value.get("message"), str)
+    ):
+        raise ValueError("must be an object with an integer code and a string message")
+    return value
+
+
+def _as_is(value: Any, _type: Any) -> Any:
+    return value
+
+
+_OPTIONAL_HOOKS = {
+    "status_message": _text_or_none,
+    "created_at": _text_or_none,
+    "last_updated_at": _text_or_none,
+    "ttl_ms": _positive_int_or_none,
+    "poll_interval_ms": _positive_int_or_none,
+}
+
+
+def _decodes(name: str, value: Any) -> bool:
+    """Whether an optional field's wire value would decode to something (not None)."""
+    return _OPTIONAL_HOOKS[name](value, None) is not None
+
+
+_converter = cattrs.Converter()
 _converter.register_structure_hook(
     Status,
     make_dict_structure_fn(
         Status,
         _converter,
-        task_id=override(rename="taskId"),
+        task_id=override(rename="taskId", struct_hook=_required_text),
+        status=override(struct_hook=_state),
         status_message=override(rename="statusMessage", struct_hook=_text_or_none),
         created_at=override(rename="createdAt", struct_hook=_text_or_none),
         last_updated_at=override(rename="lastUpdatedAt", struct_hook=_text_or_none),
         ttl_ms=override(rename="ttlMs", struct_hook=_positive_int_or_none),
         poll_interval_ms=override(rename="pollIntervalMs", struct_hook=_positive_int_or_none),
-        input_requests=override(rename="inputRequests", struct_hook=lambda v, _t: dict(v or {})),
-        result=override(struct_hook=_object),
-        error=override(struct_hook=_object),
-        raw=override(struct_hook=_object),
-        era=override(struct_hook=lambda v, _t: v),
+        input_requests=override(rename="inputRequests", struct_hook=_input_requests),
+        result=override(struct_hook=_result),
+        error=override(struct_hook=_error),
+        raw=override(struct_hook=_as_is),
+        era=override(struct_hook=_as_is),
     ),
 )
-
-
-def _structure(fields: dict[str, Any]) -> Status:
-    status: Status = _converter.structure(fields, Status)
-    return status
+_converter.register_unstructure_hook(
+    Status,
+    make_dict_unstructure_fn(
+        Status,
+        _converter,
+        _cattrs_omit_if_default=True,
+        task_id=override(rename="taskId"),
+        status_message=override(rename="statusMessage"),
+        created_at=override(rename="createdAt"),
+        last_updated_at=override(rename="lastUpdatedAt"),
+        ttl_ms=override(rename="ttlMs"),
+        poll_interval_ms=override(rename="pollIntervalMs"),
+        input_requests=override(rename="inputRequests"),
+        raw=override(omit=True),
+        era=override(omit=True),
+    ),
+)

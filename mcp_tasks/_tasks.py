@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 from mcp_tasks._client import UNSET
 from mcp_tasks._errors import (
-    CONNECTION_CLOSED,
     InputRequired,
     InvalidStatus,
     McpError,
     TaskCancelled,
     TaskFailed,
+    TransportError,
 )
 from mcp_tasks._status import Status, TaskState
 from mcp_tasks._wire import META_CLIENT_CAPABILITIES, TASKS_EXTENSION, merge_meta
@@ -81,9 +81,9 @@ def task_id_of(task: object) -> str:
 
 
 def invalid_task(result: object, cause: BaseException | None = None) -> McpError:
-    """The error for a task map from the server that does not decode (-32000, kind transport)."""
+    """The error for a task map from the server that does not decode: a `TransportError` (-32000)."""
     detail = f": {cause}" if cause is not None else ""
-    return McpError(CONNECTION_CLOSED, f"The server sent an invalid task{detail}", kind="transport", cause=result)
+    return TransportError(f"The server sent an invalid task{detail}", cause=result)
 
 
 def decode_task(result: dict[str, Any], task_id: str | None = None) -> Status:

@@ -9,8 +9,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, Union, cast
 
+from mcp_tasks._client import UNSET
 from mcp_tasks._clock import Deadline, check_duration, check_timeout, pause
 from mcp_tasks._errors import (
     INVALID_PARAMS,
@@ -25,12 +26,21 @@ from mcp_tasks._input import InputStrategy, input_failure, resolve_strategy
 from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status, TaskState
 from mcp_tasks._subscription import Closed, Dropped, Notification, Subscription
-from mcp_tasks._tasks import call_tool, declaration, decode_task, outcome, send_get, send_update, task_id_of
+from mcp_tasks._tasks import (
+    call_tool,
+    cancel_task,
+    declaration,
+    decode_task,
+    outcome,
+    send_get,
+    send_update,
+    task_id_of,
+)
 
 if TYPE_CHECKING:
     from mcp_tasks._client import Client
 
-__all__ = ["await_task", "call_and_await", "wait_task"]
+__all__ = ["CallOptions", "await_task", "call_and_await", "wait_task"]
 
 log = logging.getLogger("mcp_tasks")
 
@@ -44,12 +54,25 @@ MIN_SAFETY_INTERVAL = 5.0
 """...and never more often than this: a server that never pushes cannot stall a wait."""
 
 OnStatus = Callable[[Status], object]
+"""Called with each status a wait sees (a progress display)."""
+InputOption = Union[Literal["handlers", "return"], Callable[[Status], "dict[str, Any] | None"], InputStrategy]
+"""How a wait answers input: "handlers", "return", a function of the status, or a strategy object."""
+CANCEL_TIMEOUT = 10.0
 
 
 class _Options:
     """A wait's options, checked before anything is sent."""
 
-    __slots__ = ("input", "listen", "min_poll_interval", "on_status", "poll_interval", "request_timeout", "timeout")
+    __slots__ = (
+        "cancel_on_timeout",
+        "input",
+        "listen",
+        "min_poll_interval",
+        "on_status",
+        "poll_interval",
+        "request_timeout",
+        "timeout",
+    )
 
     def __init__(
         self,
@@ -59,8 +82,9 @@ class _Options:
         min_poll_interval: float = DEFAULT_MIN_POLL_INTERVAL,
         request_timeout: float | None = None,
         listen: bool = False,
-        input: object = "handlers",
+        input: InputOption = "handlers",
         on_status: OnStatus | None = None,
+        cancel_on_timeout: bool = False,
     ) -> None:
         self.timeout = check_timeout("timeout", timeout)
         self.poll_interval = check_duration("poll_interval", poll_interval)
@@ -73,6 +97,9 @@ class _Options:
         if on_status is not None and not callable(on_status):
             raise TypeError(f"on_status must be callable or None, got {on_status!r}")
         self.on_status = on_status
+        if not isinstance(cancel_on_timeout, bool):
+            raise TypeError(f"cancel_on_timeout must be True or False, got {cancel_on_timeout!r}")
+        self.cancel_on_timeout = cancel_on_timeout
 
 
 def _fingerprint(status: Status) -> tuple[Any, ...]:
@@ -99,9 +126,10 @@ class _Wait:
     # -- entry --------------------------------------------------------------------------------
 
     def run(self, given: Status | None) -> Status:
-        if given is not None and given.terminal and given.detailed:
-            self._notify(given)
-            return given
+        if given is not None:
+            self._notify(given)  # on_status hears the status the wait starts from
+            if given.terminal and given.detailed:
+                return given
         if self.options.listen:
             return self._listen()
         return self._poll(self._get())
@@ -291,8 +319,9 @@ def wait_task(
     min_poll_interval: float = DEFAULT_MIN_POLL_INTERVAL,
     request_timeout: float | None = None,
     listen: bool = False,
-    input: object = "handlers",
+    input: InputOption = "handlers",
     on_status: OnStatus | None = None,
+    cancel_on_timeout: bool = False,
 ) -> Status:
     """Wait until the task is terminal, or needs input this wait does not answer; return that
     Status. Raises only for errors of the wait itself: a request that failed, `TaskTimeout`, or
@@ -304,8 +333,10 @@ def wait_task(
     than `min_poll_interval`. ``listen=True`` follows a ``subscriptions/listen`` stream instead,
     and polls if the stream ends. `input` is ``"handlers"`` (the client's input handlers),
     ``"return"``, a function of the status (pending requests only) returning the responses, or an
-    object with ``answer(client, status, pending)``. `on_status` is called on this thread once for
-    each change of status the wait sees.
+    object with ``answer(client, status, pending)``. `on_status` is called on this thread with the
+    status the wait starts from (when given one) and once for each change it sees. A task still
+    running when the time is up keeps running, unless ``cancel_on_timeout=True``: then the wait
+    asks the server to cancel it before raising `TaskTimeout`.
     """
     options = _Options(
         timeout=timeout,
@@ -315,11 +346,20 @@ def wait_task(
         listen=listen,
         input=input,
         on_status=on_status,
+        cancel_on_timeout=cancel_on_timeout,
     )
+    return _run(client, task, options)
+
+
+def _run(client: Client, task: str | Status, options: _Options) -> Status:
     task_id = task_id_of(task)
     given = task if isinstance(task, Status) else None
     try:
         return _Wait(client, task_id, given, options).run(given)
+    except TaskTimeout as timed_out:
+        if options.cancel_on_timeout:
+            raise _cancelled_after(client, timed_out, task_id) from None
+        raise
     except KeyboardInterrupt as interrupt:
         if hasattr(interrupt, "add_note"):  # Python 3.11+
             interrupt.add_note(
@@ -328,13 +368,66 @@ def wait_task(
         raise
 
 
-def await_task(client: Client, task: str | Status, **wait_opts: Any) -> dict[str, Any]:
-    """Wait for the task and return its CallToolResult: `outcome(wait_task(...))`.
+class CallOptions(TypedDict, total=False):
+    """The options of the ``tools/call`` that `call_and_await` sends."""
+
+    timeout: float | None
+    meta: Mapping[str, Any] | None
+
+
+def _call_options(value: object) -> CallOptions:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise TypeError(f"call_and_await(): call_opts must be a dict or None, got {type(value).__name__}")
+    unknown = sorted(set(value) - set(CallOptions.__annotations__))
+    if unknown:
+        raise TypeError(f"call_and_await(): unknown call_opts {', '.join(map(repr, unknown))} (use timeout, meta)")
+    return cast(CallOptions, value)
+
+
+def _cancelled_after(client: Client, timed_out: TaskTimeout, task_id: str) -> TaskTimeout:
+    """Cancel a task whose wait ran out of time; the TaskTimeout to raise says whether it worked."""
+    limit = min(client.timeout or CANCEL_TIMEOUT, CANCEL_TIMEOUT)
+    try:
+        cancel_task(client, task_id, timeout=limit)
+    except McpError as exc:
+        log.warning("could not cancel task %s after its wait timed out: %s", short_id(task_id), exc.message)
+        return timed_out
+    timeout = timed_out.data["timeoutMs"] / 1000
+    return TaskTimeout(task_id, timeout, timed_out.status, cancelled=True)
+
+
+def await_task(
+    client: Client,
+    task: str | Status,
+    *,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    poll_interval: float = DEFAULT_POLL_INTERVAL,
+    min_poll_interval: float = DEFAULT_MIN_POLL_INTERVAL,
+    request_timeout: float | None = None,
+    listen: bool = False,
+    input: InputOption = "handlers",
+    on_status: OnStatus | None = None,
+    cancel_on_timeout: bool = False,
+) -> dict[str, Any]:
+    """Wait for the task and return its CallToolResult: `outcome(wait_task(...))`, with the same
+    options.
 
     Raises `TaskFailed`, `TaskCancelled` or `InputRequired` for those outcomes, and `TaskTimeout`
     when the wait runs out of time.
     """
-    return outcome(wait_task(client, task, **wait_opts))
+    options = _Options(
+        timeout=timeout,
+        poll_interval=poll_interval,
+        min_poll_interval=min_poll_interval,
+        request_timeout=request_timeout,
+        listen=listen,
+        input=input,
+        on_status=on_status,
+        cancel_on_timeout=cancel_on_timeout,
+    )
+    return outcome(_run(client, task, options))
 
 
 def call_and_await(
@@ -342,18 +435,34 @@ def call_and_await(
     name: str,
     arguments: Mapping[str, Any] | None = None,
     *,
-    call_opts: Mapping[str, Any] | None = None,
-    **wait_opts: Any,
+    call_opts: CallOptions | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    poll_interval: float = DEFAULT_POLL_INTERVAL,
+    min_poll_interval: float = DEFAULT_MIN_POLL_INTERVAL,
+    request_timeout: float | None = None,
+    listen: bool = False,
+    input: InputOption = "handlers",
+    on_status: OnStatus | None = None,
+    cancel_on_timeout: bool = False,
 ) -> dict[str, Any]:
     """Call a tool and, if the server made it a task, wait for its result.
 
-    `call_opts` go to the ``tools/call`` (``timeout``, ``meta``); `wait_opts` to `wait_task`, whose
-    `timeout` bounds the wait only. A tool that ran synchronously returns its result at once.
+    `call_opts` go to the ``tools/call`` (``timeout``, ``meta``: see `CallOptions`); the other
+    options are `wait_task`'s, whose `timeout` bounds the wait only. A tool that ran synchronously
+    returns its result at once.
     """
-    _Options(**wait_opts)  # bad options fail before the call is sent
-    if call_opts is not None and not isinstance(call_opts, Mapping):
-        raise TypeError(f"call_opts must be a dict or None, got {type(call_opts).__name__}")
-    called = call_tool(client, name, arguments, **dict(call_opts or {}))
+    options = _Options(  # bad options fail before the call is sent
+        timeout=timeout,
+        poll_interval=poll_interval,
+        min_poll_interval=min_poll_interval,
+        request_timeout=request_timeout,
+        listen=listen,
+        input=input,
+        on_status=on_status,
+        cancel_on_timeout=cancel_on_timeout,
+    )
+    call = _call_options(call_opts)
+    called = call_tool(client, name, arguments, timeout=call.get("timeout", UNSET), meta=call.get("meta"))
     if isinstance(called, Status):
-        return await_task(client, called, **wait_opts)
+        return outcome(_run(client, called, options))
     return called

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from mcp_tasks._errors import CONNECTION_CLOSED, McpError
+from mcp_tasks._errors import McpError, TransportError
 
 __all__ = [
     "EXTENSION_RESULT_TYPES",
@@ -306,8 +306,8 @@ def _plain_header_safe(value: str) -> bool:
 
 
 def malformed(message: str, cause: Any = None) -> McpError:
-    """A message from the server that breaks the protocol: -32000, kind transport."""
-    return McpError(CONNECTION_CLOSED, message, kind="transport", cause=cause)
+    """A message from the server that breaks the protocol: a `TransportError` (-32000)."""
+    return TransportError(message, cause=cause)
 
 
 def decode_response(message: object) -> dict[str, Any]:

@@ -1,129 +1,462 @@
-"""The ``mcp-tasks`` command: a demo, and call / get / cancel against any server.
+"""The mcp-tasks command: call tools that may run as tasks, wait for them, and script with it.
 
-    mcp-tasks demo [--transport direct|stdio|http]
-    mcp-tasks call TARGET TOOL ['{"json": "arguments"}'] [--timeout S] [--listen]
-    mcp-tasks get TARGET TASK_ID
-    mcp-tasks cancel TARGET TASK_ID
-
-TARGET is an http(s) URL, ``module:attr`` naming a reference `Server`, or a command line that
-starts a stdio server (``"python my_server.py"``).
+The result alone goes to stdout (JSON); status lines, prompts and messages go to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
+import logging
+import os
 import shlex
 import sys
-from collections.abc import Sequence
+import time
+import traceback
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from mcp_tasks._client import Client
-from mcp_tasks._errors import InputError, InputRequired, McpError, TaskCancelled
+from mcp_tasks._display import StatusDisplay
+from mcp_tasks._errors import (
+    InputError,
+    InputRequired,
+    InvalidStatus,
+    McpError,
+    TaskCancelled,
+    TaskFailed,
+    TaskTimeout,
+)
 from mcp_tasks._input import InputHandlers
 from mcp_tasks._status import Status
 from mcp_tasks._tasks import call_tool, cancel_task, get_task
-from mcp_tasks._wait import await_task
+from mcp_tasks._version import __version__
+from mcp_tasks._wait import DEFAULT_POLL_INTERVAL, await_task
 
-__all__ = ["main"]
+__all__ = [
+    "EXIT_CANCELLED",
+    "EXIT_ERROR",
+    "EXIT_FAILED",
+    "EXIT_INPUT",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_TIMEOUT",
+    "EXIT_TOOL_ERROR",
+    "EXIT_USAGE",
+    "main",
+]
+
+EXIT_OK = 0
+EXIT_TOOL_ERROR = 1
+EXIT_USAGE = 2
+EXIT_FAILED = 3
+EXIT_CANCELLED = 4
+EXIT_TIMEOUT = 5
+EXIT_INPUT = 6
+EXIT_ERROR = 7
+EXIT_INTERRUPTED = 130
+
+DESCRIPTION = """\
+Call MCP tools that the server may run as tasks, wait for them, pick them up again by id.
+
+TARGET is one of:
+  http://host:port/mcp   a Streamable HTTP server
+  module:attr            a mcp_tasks.server.Server in this process (imported from the current
+                         directory), or a function returning one
+  "command args..."      a command line that starts a stdio server (quote it)
+
+The result alone is printed on stdout (JSON); status, prompts and messages go to stderr. When a
+tool becomes a task its id is printed once on stderr, with the command that resumes it.
+"""
+
+EPILOG = """\
+exit codes:
+  0    success (for call/wait: the tool completed without isError)
+  1    the tool ran and reported an error (isError: true); the result is still printed
+  2    usage error: bad arguments, JSON that is not an object, a target that cannot be loaded
+  3    the task failed
+  4    the task was cancelled
+  5    the wait timed out; the task is still running (resume it with "mcp-tasks wait")
+  6    the task needs input that was not given (declined prompt, closed stdin, unsupported kind)
+  7    connection or protocol error (the server could not be reached, or answered with an error)
+  130  interrupted (Ctrl-C)
+
+--debug shows the traceback of any error.
+"""
 
 
-def _connect(target: str, handlers: InputHandlers) -> Client:
+class UsageError(Exception):
+    """A mistake in the command line: reported in one line, exit code 2."""
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r} (omit it for no limit)")
+    return value
+
+
+def _header(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition(":")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected 'Name: value', got {text!r}")
+    return name.strip(), value.strip()
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mcp-tasks", description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--version", action="version", version=f"mcp-tasks {__version__}")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", help="show tracebacks and debug logs on stderr")
+    common.add_argument("--json", action="store_true", help="JSON-lines events on stderr, the result as one JSON line")
+    common.add_argument(
+        "--header", type=_header, action="append", default=[], metavar="'NAME: VALUE'", help="an HTTP header to send"
+    )
+    waits = argparse.ArgumentParser(add_help=False)
+    waits.add_argument("--timeout", type=_positive, default=None, help="seconds to wait in all (default: no limit)")
+    waits.add_argument(
+        "--poll-interval",
+        type=_positive,
+        default=DEFAULT_POLL_INTERVAL,
+        metavar="S",
+        help=f"seconds between polls when the server suggests none (default {DEFAULT_POLL_INTERVAL:g})",
+    )
+    waits.add_argument("--listen", action="store_true", help="follow a listen stream instead of polling")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    call = commands.add_parser(
+        "call", parents=[common, waits], help="call a tool; wait for it if it becomes a task", description=DESCRIPTION
+    )
+    call.add_argument("target", metavar="TARGET")
+    call.add_argument("tool", metavar="TOOL")
+    call.add_argument("arguments", nargs="?", default="{}", metavar="ARGUMENTS", help="a JSON object (default {})")
+    call.add_argument("--no-wait", action="store_true", help="print the task id on stdout and leave")
+
+    wait = commands.add_parser("wait", parents=[common, waits], help="wait for a task by id and print its result")
+    wait.add_argument("target", metavar="TARGET")
+    wait.add_argument("task_id", metavar="TASK_ID")
+
+    get = commands.add_parser("get", parents=[common], help="print a task's status (JSON) without waiting")
+    get.add_argument("target", metavar="TARGET")
+    get.add_argument("task_id", metavar="TASK_ID")
+
+    cancel = commands.add_parser("cancel", parents=[common], help="ask the server to cancel a task")
+    cancel.add_argument("target", metavar="TARGET")
+    cancel.add_argument("task_id", metavar="TASK_ID")
+
+    tools = commands.add_parser("tools", parents=[common], help="list the server's tools")
+    tools.add_argument("target", metavar="TARGET")
+
+    demo = commands.add_parser("demo", help="run a task end to end on the embedded reference server")
+    demo.add_argument("--transport", choices=("direct", "stdio", "http"), default="direct")
+    return parser
+
+
+# -- the target ----------------------------------------------------------------------------------
+
+
+def _kind(target: str) -> str:
     if target.startswith(("http://", "https://")):
-        return Client.http(target, input_handlers=handlers)
-    if ":" in target and " " not in target and not target.startswith(("/", ".")):
-        from mcp_tasks.server.__main__ import load_server
+        return "http"
+    head, sep, attr = target.partition(":")
+    if sep and attr and " " not in target and head.replace(".", "").replace("_", "").isalnum():
+        return "module"
+    return "stdio"
 
-        return Client.direct(load_server(target), input_handlers=handlers)
-    argv = shlex.split(target)
+
+def _load(target: str) -> Any:
+    """Import ``module:attr`` from the current directory; the Server it names (or makes)."""
+    from mcp_tasks.server import Server
+
+    module_name, _, attr = target.partition(":")
+    here = os.getcwd()
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise UsageError(f"cannot import {module_name!r} (looked in {here} and sys.path): {exc}") from exc
+    try:
+        obj = getattr(module, attr)
+    except AttributeError:
+        raise UsageError(f"module {module_name!r} has no attribute {attr!r}") from None
+    server = obj() if callable(obj) and not isinstance(obj, Server) else obj
+    if not callable(getattr(server, "handle", None)):
+        raise UsageError(f"{target} is not a server (a mcp_tasks.server.Server, or a function returning one)")
+    return server
+
+
+def _auth(args: argparse.Namespace) -> Any:
+    """The ``auth=`` object for an HTTP target (None: none). OAuth flags plug in here."""
+    return None
+
+
+def _connect(args: argparse.Namespace, handlers: InputHandlers) -> Client:
+    kind = _kind(args.target)
+    headers = dict(args.header)
+    if headers and kind != "http":
+        raise UsageError("--header applies to http(s) targets only")
+    if kind == "http":
+        return Client.http(args.target, headers=headers or None, auth=_auth(args), input_handlers=handlers)
+    if kind == "module":
+        return Client.direct(_load(args.target), input_handlers=handlers)
+    argv = shlex.split(args.target)
     if not argv:
-        raise SystemExit("empty target")
+        raise UsageError("the target is empty")
     return Client.stdio(argv[0], argv[1:], input_handlers=handlers)
 
 
-def _prompt_form(params: dict[str, Any]) -> dict[str, Any]:
-    """Ask the person at the terminal to fill in an elicitation form."""
-    print(f"\nThe server asks: {params.get('message', '(no message)')}", file=sys.stderr)
-    schema = params.get("requestedSchema") or {}
-    properties = schema.get("properties") or {}
-    content: dict[str, Any] = {}
-    try:
+# -- talking to the person -----------------------------------------------------------------------
+
+
+class Console:
+    """Everything the command writes: results on stdout, the rest on stderr (JSON lines with --json)."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.json = bool(getattr(args, "json", False))
+        self.started = time.monotonic()
+        self.display = StatusDisplay(sys.stderr)
+
+    def result(self, value: Any) -> None:
+        self.display.suspend()
+        text = json.dumps(value, ensure_ascii=False) if self.json else json.dumps(value, indent=2, ensure_ascii=False)
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+
+    def event(self, event: str, text: str, **fields: Any) -> None:
+        self.display.suspend()
+        if self.json:
+            line = {"event": event, **fields}
+            sys.stderr.write(json.dumps(line, ensure_ascii=False) + "\n")
+        else:
+            sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+
+    def status(self, status: Status) -> None:
+        if self.json:
+            fields = {"status": status.wire_status, "elapsed": round(time.monotonic() - self.started, 3)}
+            if status.status_message:
+                fields["statusMessage"] = status.status_message
+            sys.stderr.write(json.dumps({"event": "status", **fields}, ensure_ascii=False) + "\n")
+            sys.stderr.flush()
+        else:
+            self.display(status)
+
+    def ask(self, prompt: str, field: str) -> str:
+        """One line from stdin, the prompt on stderr (so stdout stays the result alone)."""
+        self.display.suspend()
+        if self.json:
+            prompt = json.dumps({"event": "prompt", "field": field, "prompt": prompt.strip()}) + "\n"
+        sys.stderr.write(prompt)
+        sys.stderr.flush()
+        line = sys.stdin.readline()
+        if not line:
+            raise InputError("no answer: stdin is closed")
+        return line.rstrip("\n")
+
+    def close(self) -> None:
+        self.display.close()
+
+
+def _form(console: Console) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    def answer(params: dict[str, Any]) -> dict[str, Any]:
+        """Ask the person at the terminal to fill in an elicitation form."""
+        console.event(
+            "input", f"The server asks: {params.get('message', '(no message)')}", message=params.get("message")
+        )
+        schema = params.get("requestedSchema") or {}
+        properties = schema.get("properties") or {}
+        required = set(schema.get("required") or [])
+        content: dict[str, Any] = {}
         for name, spec in properties.items():
-            kind = spec.get("type") if isinstance(spec, dict) else None
-            raw = input(f"  {name} ({kind or 'text'}, empty to decline): ").strip()
-            if not raw:
+            spec = spec if isinstance(spec, dict) else {}
+            content_value = _ask_field(console, name, spec, name in required)
+            if content_value is _DECLINE:
                 return {"action": "decline"}
+            if content_value is not _SKIP:
+                content[name] = content_value
+        return {"action": "accept", "content": content}
+
+    return answer
+
+
+_DECLINE = object()
+_SKIP = object()
+
+
+def _ask_field(console: Console, name: str, spec: dict[str, Any], required: bool) -> Any:
+    kind = spec.get("type", "string")
+    choices = spec.get("enum")
+    hint = "/".join(map(str, choices)) if isinstance(choices, list) else ("y/n" if kind == "boolean" else kind)
+    title = spec.get("title") or spec.get("description") or name
+    empty = "empty to decline" if required else "empty to skip"
+    while True:
+        raw = console.ask(f"  {title} [{hint}] ({empty}): ", name).strip()
+        if not raw:
+            return _DECLINE if required else _SKIP
+        try:
             if kind == "boolean":
-                content[name] = raw.lower() in ("y", "yes", "true", "1")
-            elif kind in ("integer", "number"):
-                content[name] = int(raw) if kind == "integer" else float(raw)
-            else:
-                content[name] = raw
-    except (EOFError, ValueError) as exc:
-        raise InputError(f"no usable answer: {exc}") from exc
-    return {"action": "accept", "content": content}
+                if raw.lower() not in ("y", "yes", "true", "1", "n", "no", "false", "0"):
+                    raise ValueError("answer y or n")
+                return raw.lower() in ("y", "yes", "true", "1")
+            if kind == "integer":
+                return int(raw)
+            if kind == "number":
+                return float(raw)
+            if isinstance(choices, list) and raw not in map(str, choices):
+                raise ValueError(f"choose one of {hint}")
+            return raw
+        except ValueError as exc:
+            console.event("retry", f"  {exc}; try again", field=name)
 
 
-def _status_line(status: Status) -> None:
-    message = f" - {status.status_message}" if status.status_message else ""
-    print(f"[{status.status}]{message}", file=sys.stderr, flush=True)
+# -- the commands --------------------------------------------------------------------------------
+
+
+def _arguments(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"ARGUMENTS is not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise UsageError(f'ARGUMENTS must be a JSON object such as \'{{"name": "Ada"}}\', got {type(value).__name__}')
+    return value
+
+
+def _resume_hint(args: argparse.Namespace, task_id: str) -> str:
+    kind = _kind(args.target)
+    if kind != "http":
+        how = "in this process" if kind == "module" else "over stdio by this command"
+        return f"The server was started {how} and stops when it exits: the task ends with it."
+    target = shlex.quote(args.target)
+    return f"Resume with: mcp-tasks wait {target} {task_id}   (or: mcp-tasks cancel {target} {task_id})"
+
+
+def _wait(args: argparse.Namespace, client: Client, console: Console, task: str | Status) -> int:
+    result = await_task(
+        client,
+        task,
+        timeout=args.timeout,
+        poll_interval=args.poll_interval,
+        listen=args.listen,
+        on_status=console.status,
+    )
+    console.result(result)
+    return EXIT_TOOL_ERROR if result.get("isError") else EXIT_OK
+
+
+def _call(args: argparse.Namespace, client: Client, console: Console, state: dict[str, str]) -> int:
+    arguments = _arguments(args.arguments)
+    called = call_tool(client, args.tool, arguments)
+    if not isinstance(called, Status):
+        console.result(called)
+        return EXIT_TOOL_ERROR if called.get("isError") else EXIT_OK
+    state["task_id"] = called.task_id
+    if args.no_wait:
+        note = "" if _kind(args.target) == "http" else f"\n{_resume_hint(args, called.task_id)}"
+        console.event("task", f"Task created: {called.task_id}{note}", taskId=called.task_id)
+        sys.stdout.write(called.task_id + "\n")
+        return EXIT_OK
+    console.event(
+        "task", f"Task created: {called.task_id}\n{_resume_hint(args, called.task_id)}", taskId=called.task_id
+    )
+    return _wait(args, client, console, called)
+
+
+def _tools(client: Client, console: Console) -> int:
+    listed = client.list_tools()
+    if console.json:
+        console.result(listed)
+        return EXIT_OK
+    width = max((len(str(t.get("name"))) for t in listed), default=0)
+    for tool in listed:
+        execution = tool.get("execution")
+        support = execution.get("taskSupport") if isinstance(execution, dict) else None
+        description = (tool.get("description") or "").strip().splitlines()
+        line = f"{str(tool.get('name')).ljust(width)}  tasks: {support or 'not listed'}"
+        sys.stdout.write(line + (f"  {description[0]}" if description else "") + "\n")
+    return EXIT_OK
+
+
+def _run(args: argparse.Namespace, console: Console, state: dict[str, str]) -> int:
+    with _connect(args, InputHandlers(form=_form(console))) as client:
+        if args.command == "call":
+            return _call(args, client, console, state)
+        if args.command == "tools":
+            return _tools(client, console)
+        state["task_id"] = args.task_id
+        if args.command == "wait":
+            return _wait(args, client, console, args.task_id)
+        if args.command == "get":
+            console.result(get_task(client, args.task_id).to_map())
+            return EXIT_OK
+        cancel_task(client, args.task_id)
+        console.event("cancelled", "Cancel requested (the server stops the task when it can).")
+        return EXIT_OK
+
+
+def _fail(console: Console, exit_code: int, message: str, debug: bool, **fields: Any) -> int:
+    if debug:
+        console.display.suspend()
+        traceback.print_exc()
+    console.event("error", f"mcp-tasks: {message}", exit=exit_code, message=message, **fields)
+    return exit_code
+
+
+def _outcome_code(error: BaseException) -> int:
+    if isinstance(error, TaskFailed):
+        return EXIT_FAILED
+    if isinstance(error, TaskCancelled):
+        return EXIT_CANCELLED
+    if isinstance(error, TaskTimeout):
+        return EXIT_TIMEOUT
+    if isinstance(error, InputRequired):
+        return EXIT_INPUT
+    if isinstance(error, McpError) and isinstance(error.cause, tuple) and error.cause[:1] == ("input_handler",):
+        return EXIT_INPUT
+    return EXIT_ERROR
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit code."""
-    parser = argparse.ArgumentParser(
-        prog="mcp-tasks", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
-    )
-    commands = parser.add_subparsers(dest="command", required=True)
-    demo = commands.add_parser("demo", help="run a task end to end on the embedded reference server")
-    demo.add_argument("--transport", choices=("direct", "stdio", "http"), default="direct")
-    call = commands.add_parser("call", help="call a tool and wait for its result")
-    call.add_argument("target")
-    call.add_argument("tool")
-    call.add_argument("arguments", nargs="?", default="{}")
-    call.add_argument("--timeout", type=float, default=None, help="seconds to wait (default: no limit)")
-    call.add_argument("--listen", action="store_true", help="follow a listen stream instead of polling")
-    for name in ("get", "cancel"):
-        sub = commands.add_parser(name, help=f"{name} a task by id")
-        sub.add_argument("target")
-        sub.add_argument("task_id")
-    args = parser.parse_args(argv)
-
+    """Run the command line; returns the exit code (see ``mcp-tasks --help``)."""
+    args = _parser().parse_args(argv)
     if args.command == "demo":
         from mcp_tasks._demo import run_demo
 
         run_demo(args.transport)
-        return 0
-    handlers = InputHandlers(form=_prompt_form)
+        return EXIT_OK
+    debug = bool(args.debug)
+    if debug:
+        logging.basicConfig(level=logging.DEBUG, stream=sys.stderr)
+    console = Console(args)
+    state: dict[str, str] = {}
     try:
-        with _connect(args.target, handlers) as client:
-            if args.command == "call":
-                arguments = json.loads(args.arguments)
-                called = call_tool(client, args.tool, arguments)
-                if isinstance(called, Status):
-                    _status_line(called)
-                    result = await_task(
-                        client, called, timeout=args.timeout, listen=args.listen, on_status=_status_line
-                    )
-                else:
-                    result = called
-                print(json.dumps(result, indent=2, ensure_ascii=False))
-                return 1 if result.get("isError") else 0
-            if args.command == "get":
-                print(json.dumps(get_task(client, args.task_id).raw, indent=2, ensure_ascii=False))
-                return 0
-            cancel_task(client, args.task_id)
-            print("cancel requested", file=sys.stderr)
-            return 0
-    except (TaskCancelled, InputRequired) as exc:
-        print(f"mcp-tasks: {exc}", file=sys.stderr)
-        return 1
+        return _run(args, console, state)
+    except UsageError as exc:
+        return _fail(console, EXIT_USAGE, str(exc), debug)
+    except KeyboardInterrupt:
+        task_id = state.get("task_id")
+        if task_id is not None and args.command in ("call", "wait"):
+            message = f"interrupted; task {task_id} is still running. {_resume_hint(args, task_id)}"
+        else:
+            message = "interrupted"
+        return _fail(console, EXIT_INTERRUPTED, message, debug)
+    except TaskTimeout as exc:
+        return _fail(console, EXIT_TIMEOUT, f"{exc}. {_resume_hint(args, state.get('task_id', '?'))}", debug)
+    except (TaskFailed, TaskCancelled, InputRequired) as exc:
+        return _fail(console, _outcome_code(exc), str(exc), debug)
     except McpError as exc:
-        print(f"mcp-tasks: error {exc.code}: {exc}", file=sys.stderr)
-        return 1
-    except json.JSONDecodeError as exc:
-        print(f"mcp-tasks: arguments are not JSON: {exc}", file=sys.stderr)
-        return 2
+        return _fail(console, _outcome_code(exc), f"{exc} (error {exc.code})", debug, code=exc.code)
+    except (InvalidStatus, TypeError, ValueError) as exc:
+        return _fail(console, EXIT_USAGE, str(exc), debug)
+    finally:
+        console.close()
 
 
 if __name__ == "__main__":

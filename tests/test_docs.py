@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import subprocess
 import sys
-from contextlib import redirect_stdout
+from pathlib import Path
 
 import pytest
 
@@ -20,21 +21,41 @@ from tests.conftest import ROOT, STDIO_SERVER
 README = (ROOT / "README.md").read_text()
 
 
-def test_the_readme_examples_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    blocks = re.findall(r"```python\n(.*?)```", README, re.S)
-    assert len(blocks) >= 5
-    monkeypatch.chdir(ROOT)
-    namespace: dict[str, object] = {"__name__": "readme"}
-    out = io.StringIO()
-    with redirect_stdout(out):
-        for block in blocks:
-            exec(compile(block, "README.md", "exec"), namespace)
-    printed = out.getvalue()
-    assert "200 working" in printed
-    assert "cancelled" in printed
-    assert "Delete /tmp/x?" in printed
-    assert "{'report': 'stdio', 'exported': 2}" in printed
-    namespace["server"].close()  # type: ignore[attr-defined]
+BLOCKS = re.findall(r"```python\n(.*?)```", README, re.S)
+PRINTS = {
+    "## Calling a tool": [],
+    "## Outcomes": ["200 working", "cancelled"],
+    "## Waiting": ["['working', 'completed']"],
+    "## Input the server asks for": ["Delete /tmp/x?"],
+    "## Transports": ["{'report': 'stdio', 'exported': 2}", "{'report': 'http'}"],
+    "## Resuming": ["{'n': 7}"],
+    "## Use it from Flask": ["{'hello': 'Ada'}"],
+    "## Use it in Jupyter": ["{'loss': 0.1}"],
+}
+
+
+def _section(block: str) -> str:
+    before = README[: README.index(block)]
+    return before[before.rindex("\n## ") + 1 :].split("\n", 1)[0]
+
+
+def test_every_section_with_an_example_is_checked() -> None:
+    assert len(BLOCKS) == len(PRINTS)
+    for block in BLOCKS:
+        assert any(_section(block).startswith(title) for title in PRINTS), _section(block)
+
+
+@pytest.mark.parametrize("block", BLOCKS, ids=[_section(b)[3:20] for b in BLOCKS])
+def test_each_readme_example_runs_alone_from_any_directory(block: str, tmp_path: Path) -> None:
+    """Each block in a fresh interpreter, in an empty directory: nothing from the others, nor the repo."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run(
+        [sys.executable, "-c", block], capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    expected = next(prints for title, prints in PRINTS.items() if _section(block).startswith(title))
+    for text in expected:
+        assert text in done.stdout
 
 
 def test_the_quick_start_has_exactly_two_commands() -> None:
@@ -71,15 +92,15 @@ def test_cli_call_get_cancel(capsys: pytest.CaptureFixture[str], monkeypatch: py
     assert cli.main(["call", target, "slow_compute", '{"label": "cli"}', "--timeout", "10"]) == 0
     out = capsys.readouterr()
     assert json.loads(out.out)["structuredContent"] == {"label": "cli", "computed": True}
-    assert "[working]" in out.err
-    assert cli.main(["call", target, "failing_job"]) == 1  # a tool error is exit code 1
-    assert cli.main(["get", target, "no-such-task"]) == 1
+    assert "working" in out.err
+    assert cli.main(["call", target, "failing_job"]) == cli.EXIT_TOOL_ERROR
+    assert cli.main(["get", target, "no-such-task"]) == cli.EXIT_ERROR
     assert "-32602" in capsys.readouterr().err
-    assert cli.main(["call", target, "greet", "not json"]) == 2
+    assert cli.main(["call", target, "greet", "not json"]) == cli.EXIT_USAGE
 
 
 def test_cli_prompts_for_a_form(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("builtins.input", lambda prompt: "yes")
+    monkeypatch.setattr("sys.stdin", io.StringIO("yes\n"))
     server = mcp_tasks.server.Server(poll_interval=0.01)
 
     @server.tool(task="optional")

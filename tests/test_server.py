@@ -213,8 +213,9 @@ def test_capacity_max_jobs(harness: Harness) -> None:
     refused = error_of(lambda: create(client, block=True))
     assert refused == {
         "code": -32603,
-        "message": "Task capacity exhausted",
-        "data": {"retryable": True, "limit": "max_jobs"},
+        "message": "Task capacity exhausted: 1 tasks are running (the server's max_jobs); try again later, "
+        "or raise it with Server(max_jobs=...)",
+        "data": {"retryable": True, "limit": "max_jobs", "max": 1},
     }
     release(client)
     eventually(lambda: raw(client, "tasks/get", {"taskId": first})["status"] == "completed")
@@ -226,7 +227,7 @@ def test_capacity_max_tasks_until_reaped(harness: Harness) -> None:
     client = harness.client(server={"max_tasks": 1, "task_ttl": 0.3})
     create(client)
     refused = error_of(lambda: create(client))
-    assert refused["data"] == {"retryable": True, "limit": "max_tasks"}
+    assert refused["data"] == {"retryable": True, "limit": "max_tasks", "max": 1}
     eventually(lambda: creates(client), message="capacity freed")
 
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import mcp_tasks as mt
 
@@ -181,3 +184,83 @@ def test_with_input_requests_returns_a_copy() -> None:
     reduced = status.with_input_requests({"b": {}})
     assert set(reduced.input_requests) == {"b"}
     assert set(status.input_requests) == {"a", "b"}
+
+
+# -- to_map: a status saved as its wire map and read back -----------------------------------------
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8,
+)
+_anything = _json | st.floats(allow_nan=False)
+
+
+@st.composite
+def wire_maps(draw: st.DrawFn, era: str = "modern") -> dict[str, Any]:
+    """Task maps a server may send: every field present or not, well-formed or coerced away,
+    with extra keys and ``_meta``; the payload the status implies is well-formed when present.
+    """
+    status = draw(st.sampled_from(["working", "input_required", "completed", "failed", "cancelled", "paused"]))
+    task: dict[str, Any] = {"taskId": draw(st.text(min_size=1, max_size=12)), "status": status}
+    ttl_key, poll_key = ("ttl", "pollInterval") if era == "legacy" else ("ttlMs", "pollIntervalMs")
+    optional: dict[str, st.SearchStrategy[Any]] = {
+        "statusMessage": st.text(max_size=10) | _anything,
+        "createdAt": st.just("2026-07-28T10:00:00Z") | _anything,
+        "lastUpdatedAt": st.just("2026-07-28T10:00:01Z") | _anything,
+        ttl_key: st.integers(min_value=-5, max_value=10**9) | _anything,
+        poll_key: st.integers(min_value=-5, max_value=10**6) | _anything,
+        "_meta": st.dictionaries(st.text(max_size=5), _json, max_size=2),
+        "extra": _json,
+    }
+    for key, values in optional.items():
+        if draw(st.booleans()):
+            task[key] = draw(values)
+    creation = draw(st.booleans())
+    if creation:
+        task["resultType"] = "task"
+    payloads: dict[str, tuple[str, st.SearchStrategy[Any]]] = {
+        "input_required": ("inputRequests", st.dictionaries(st.text(max_size=6), st.just({"method": "roots/list"}))),
+        "completed": ("result", st.dictionaries(st.text(max_size=6), _json, max_size=3)),
+        "failed": ("error", st.fixed_dictionaries({"code": st.integers(), "message": st.text(max_size=10)})),
+    }
+    if status in payloads:
+        key, values = payloads[status]
+        if not creation or draw(st.booleans()):
+            task[key] = draw(values)
+    elif draw(st.booleans()):
+        task["result"] = draw(_json)  # a payload its status does not imply is ignored
+    return task
+
+
+@given(wire_maps())
+def test_a_status_reads_back_from_its_map(task: dict[str, Any]) -> None:
+    status = mt.Status.from_map(task)
+    assert status.to_map() == task
+    assert mt.Status.from_map(status.to_map()) == status
+
+
+@given(wire_maps(era="legacy"))
+def test_a_legacy_status_reads_back_from_its_map(task: dict[str, Any]) -> None:
+    status = mt.Status.from_map(task, era="legacy")
+    assert status.to_map() == task
+    assert mt.Status.from_map(status.to_map(), era="legacy") == status
+
+
+def test_to_map_writes_the_fields_over_raw() -> None:
+    status = mt.Status.from_map({"taskId": "t-1", "status": "working", "statusMessage": "a", "ttlMs": 5})
+    changed = attrs.evolve(status, status=mt.TaskState.COMPLETED, result={"content": []}, status_message=None)
+    assert changed.to_map() == {"taskId": "t-1", "status": "completed", "result": {"content": []}, "ttlMs": 5}
+    built = mt.Status(task_id="t-2", status=mt.TaskState.WORKING, poll_interval_ms=250)
+    assert built.to_map() == {"taskId": "t-2", "status": "working", "pollIntervalMs": 250}
+    legacy = mt.Status(task_id="t-3", status=mt.TaskState.WORKING, ttl_ms=9, era="legacy")
+    assert legacy.to_map() == {"taskId": "t-3", "status": "working", "ttl": 9}
+
+
+def test_invalid_status_names_the_field_cattrs_reported() -> None:
+    with pytest.raises(mt.InvalidStatus) as invalid:
+        mt.Status.from_map({"taskId": "t-1", "status": "failed", "error": {"code": "1", "message": "m"}})
+    assert invalid.value.field == "error"
+    assert str(invalid.value) == "invalid task: error must be an object with an integer code and a string message"
+    with pytest.raises(mt.InvalidStatus, match="taskId is missing"):
+        mt.Status.from_map({"status": "working"})

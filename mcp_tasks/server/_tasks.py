@@ -237,9 +237,9 @@ class TaskRuntime:
                 raise McpError(INTERNAL_ERROR, "The server is shutting down")
             self._reap_locked()
             if len(self._workers) >= self.max_jobs:
-                raise _capacity("max_jobs")
+                raise _capacity("max_jobs", self.max_jobs, "tasks are running")
             if len(self._tasks) >= self.max_tasks:
-                raise _capacity("max_tasks")
+                raise _capacity("max_tasks", self.max_tasks, "tasks are stored")
             record = TaskRecord(self, secrets.token_urlsafe(24), principal, tool.name, self.ttl_ms, self.poll_ms)
             self._tasks[record.task_id] = record
             record.created = record.creation()  # as it stands before its tool starts
@@ -346,5 +346,10 @@ def check_task_id(task_id: object) -> str:
     return task_id
 
 
-def _capacity(limit: str) -> McpError:
-    return McpError(INTERNAL_ERROR, "Task capacity exhausted", {"retryable": True, "limit": limit})
+def _capacity(limit: str, value: int, what: str) -> McpError:
+    return McpError(
+        INTERNAL_ERROR,
+        f"Task capacity exhausted: {value} {what} (the server's {limit}); try again later, or raise it "
+        f"with Server({limit}=...)",
+        {"retryable": True, "limit": limit, "max": value},
+    )

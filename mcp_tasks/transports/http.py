@@ -128,7 +128,7 @@ class HttpTransport(Transport):
                 raise malformed(f"The server answered the request {message.get('method')} with 202 and no body")
             if _is_event_stream(raw):
                 return self._answer_from_stream(raw, message["id"], deadline)
-            return _json_message(raw, _read_body(raw, timeout))
+            return _json_message(raw, _read_body(raw, timeout), self.url)
         except TimeoutError as exc:
             raise RequestTimeout(deadline.timeout or 0.0) from exc
         finally:
@@ -139,7 +139,7 @@ class HttpTransport(Transport):
         raw = self._send(message, NOTIFY_TIMEOUT if deadline is None else deadline.step(NOTIFY_TIMEOUT))
         try:
             if raw.status >= 400:
-                raise _http_error(raw, _read_body(raw, NOTIFY_TIMEOUT))
+                raise _http_error(raw, _read_body(raw, NOTIFY_TIMEOUT), self.url)
         finally:
             _finish(raw)
 
@@ -149,7 +149,7 @@ class HttpTransport(Transport):
         raw = self._send(message, timeout, listen=True)
         if not _is_event_stream(raw):
             try:
-                single = _json_message(raw, _read_body(raw, timeout))
+                single = _json_message(raw, _read_body(raw, timeout), self.url)
             finally:
                 _finish(raw)
             return _SingleMessage(single)
@@ -367,7 +367,7 @@ def _finish(raw: Raw) -> None:
     raw.close()
 
 
-def _json_message(raw: Raw, body: bytes) -> Message:
+def _json_message(raw: Raw, body: bytes, url: str) -> Message:
     """The JSON-RPC message in a response body; an error status without one is a transport error."""
     try:
         message = loads(body) if body else None
@@ -376,14 +376,24 @@ def _json_message(raw: Raw, body: bytes) -> Message:
     if isinstance(message, dict) and ("result" in message or "error" in message):
         return message
     if raw.status >= 400:
-        raise _http_error(raw, body)
-    raise malformed(f"The server answered HTTP {raw.status} without a JSON-RPC message", body[:200])
+        raise _http_error(raw, body, url)
+    raise malformed(f"{_shown(url)} answered HTTP {raw.status} without a JSON-RPC message", body[:200])
 
 
-def _http_error(raw: Raw, body: bytes) -> McpError:
+def _http_error(raw: Raw, body: bytes, url: str) -> McpError:
     text = body[:200].decode(errors="replace").strip()
     detail = f": {text}" if text else ""
-    return TransportError(f"HTTP {raw.status} {raw.reason or ''}".rstrip() + detail, data={"status": raw.status})
+    status = f"HTTP {raw.status} {raw.reason or ''}".rstrip()
+    return TransportError(f"{status} from {_shown(url)}{detail}", data={"status": raw.status})
+
+
+def _shown(url: str) -> str:
+    """A URL for a message: without its query and credentials, which may carry secrets."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 def _is_timeout(exc: BaseException) -> bool:

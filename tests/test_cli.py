@@ -1,0 +1,237 @@
+"""The mcp-tasks command as a person and a script use it: driven in a pseudo-terminal (prompt
+answered, live status line, Ctrl-C) and through pipes (stdout is the result alone, exit codes).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mcp_tasks import cli
+from mcp_tasks.server import Server, serve_http
+
+SERVER_MODULE = textwrap.dedent(
+    """
+    from mcp_tasks.server import Server, ToolError
+
+    server = Server(poll_interval=0.05)
+
+    @server.tool(task="optional")
+    def ask_name(ctx) -> dict:
+        schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+        answer = ctx.elicit("name", "What is your name?", schema)
+        return {"hello": (answer.get("content") or {}).get("name"), "action": answer["action"]}
+
+    @server.tool(task="optional")
+    def hold(ctx) -> dict:
+        ctx.report("holding")
+        ctx.sleep(3600)
+        return {}
+
+    @server.tool(task="optional")
+    def boom(ctx) -> dict:
+        raise RuntimeError("disk full")
+
+    @server.tool(task="forbidden")
+    def shout(ctx, text: str) -> dict:
+        return {"text": text.upper()}
+
+    @server.tool(task="optional")
+    def refuse(ctx) -> dict:
+        raise ToolError("no such report")
+    """
+)
+
+# Makes the pseudo-terminal the child's controlling terminal (so Ctrl-C reaches it), then runs
+# the command: no fork in this (threaded) test process.
+TAKE_TERMINAL = (
+    "import fcntl, os, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); os.execv(sys.executable, sys.argv[1:])"
+)
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A directory holding a server module, made the current directory."""
+    (tmp_path / "my_server.py").write_text(SERVER_MODULE)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+class Terminal:
+    """mcp-tasks in a pseudo-terminal: stdin and stderr are the terminal, stdout a pipe."""
+
+    def __init__(self, cwd: Path, *args: str) -> None:
+        self.master, slave = pty.openpty()
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", TAKE_TERMINAL, sys.executable, "-m", "mcp_tasks", *args],
+            stdin=slave,
+            stdout=subprocess.PIPE,
+            stderr=slave,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+        )
+        os.close(slave)
+        self.seen = b""
+
+    def expect(self, text: str) -> str:
+        """Read the terminal until `text` appears."""
+        while text.encode() not in self.seen:
+            self.more(text)
+        return self.seen.decode(errors="replace")
+
+    def more(self, wanted: str = "more output", guard: float = 60.0) -> None:
+        """Read what the terminal shows next (failing after `guard` seconds of silence)."""
+        ready, _, _ = select.select([self.master], [], [], guard)
+        try:
+            chunk = os.read(self.master, 4096) if ready else b""
+        except OSError:  # the child has gone and closed the terminal
+            chunk = b""
+        if not chunk:
+            self.kill()
+            raise AssertionError(
+                f"{wanted!r} never appeared; the terminal shows {self.seen.decode(errors='replace')!r}"
+            )
+        self.seen += chunk
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.communicate()
+
+    def send(self, data: bytes) -> None:
+        os.write(self.master, data)
+
+    def finish(self) -> tuple[int, str, str]:
+        """The exit code, stdout, and all the terminal showed."""
+        out, _ = self.proc.communicate(timeout=60)
+        while True:
+            ready, _, _ = select.select([self.master], [], [], 0)
+            if not ready:
+                break
+            try:
+                chunk = os.read(self.master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            self.seen += chunk
+        os.close(self.master)
+        return self.proc.returncode, out.decode(), self.seen.decode(errors="replace")
+
+
+def test_the_prompt_is_answered_at_the_terminal(project: Path) -> None:
+    term = Terminal(project, "call", "my_server:server", "ask_name")
+    term.expect("Task created: ")
+    term.expect("What is your name?")
+    term.expect("name [string] (empty to decline): ")
+    term.send(b"Ada\r")
+    code, out, shown = term.finish()
+    assert code == 0, shown
+    assert json.loads(out)["structuredContent"] == {"hello": "Ada", "action": "accept"}
+    assert "\r\x1b[K" in shown and "input_required" in shown  # the live line, redrawn in place
+    assert "What is your name?" not in out  # the prompt went to the terminal, not stdout
+
+
+def test_the_status_line_ticks_and_ctrl_c_says_what_became_of_the_task(project: Path) -> None:
+    term = Terminal(project, "call", "my_server:server", "hold")
+    created = term.expect("Task created: ")
+    term.expect("working: holding")
+    first = term.seen.count(b"working: holding")
+    while term.seen.count(b"working: holding") == first:  # the elapsed time is redrawn
+        term.more("a redrawn status line")
+    task_id = created.split("Task created: ", 1)[1].split()[0]
+    term.send(b"\x03")
+    code, out, shown = term.finish()
+    assert code == cli.EXIT_INTERRUPTED
+    assert out == ""
+    assert f"interrupted; task {task_id} is still running" in shown
+    assert "started in this process and stops when it exits" in shown
+    assert "Traceback" not in shown
+
+
+@pytest.fixture
+def http_url() -> Iterator[str]:
+    server = Server(poll_interval=0.05)
+    exec(SERVER_MODULE.replace("server = Server(poll_interval=0.05)", ""), {"server": server})
+    with serve_http(server) as http:
+        yield http.url
+    server.close()
+
+
+def run(*args: str, cwd: Path | None = None, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mcp_tasks", *args], input=stdin, capture_output=True, text=True, timeout=120, cwd=cwd
+    )
+
+
+def test_a_task_started_by_one_process_is_awaited_by_another(http_url: str, tmp_path: Path) -> None:
+    started = run("call", http_url, "ask_name", "--no-wait", cwd=tmp_path)
+    assert started.returncode == 0, started.stderr
+    task_id = started.stdout.strip()
+    assert started.stderr.count(task_id) == 1  # printed once, at creation
+    status = run("get", http_url, task_id)
+    assert json.loads(status.stdout)["status"] == "input_required"
+    waited = run("wait", http_url, task_id, "--json", stdin="Grace\n")
+    assert waited.returncode == 0, waited.stderr
+    assert json.loads(waited.stdout)["structuredContent"] == {"hello": "Grace", "action": "accept"}
+    events = [json.loads(line) for line in waited.stderr.splitlines()]
+    assert [e["event"] for e in events][-1] == "status" and events[-1]["status"] == "completed"
+
+
+def test_the_result_alone_goes_to_stdout_and_each_outcome_has_its_exit_code(project: Path, http_url: str) -> None:
+    piped = run("call", "my_server:server", "ask_name", stdin="Ada\n", cwd=project)
+    assert piped.returncode == cli.EXIT_OK, piped.stderr
+    assert json.loads(piped.stdout)["structuredContent"]["hello"] == "Ada"
+    assert "What is your name?" in piped.stderr
+    declined = run("call", "my_server:server", "ask_name", stdin="", cwd=project)
+    assert declined.returncode == cli.EXIT_INPUT
+    assert "stdin is closed" in declined.stderr
+    assert run("call", "my_server:server", "boom", cwd=project).returncode == cli.EXIT_FAILED
+    assert json.loads(run("call", "my_server:server", "shout", '{"text": "hi"}', cwd=project).stdout)[
+        "structuredContent"
+    ] == {"text": "HI"}
+    assert run("call", "my_server:server", "refuse", cwd=project).returncode == cli.EXIT_TOOL_ERROR
+    task_id = run("call", http_url, "hold", "--no-wait").stdout.strip()
+    timed_out = run("wait", http_url, task_id, "--timeout", "0.2")
+    assert timed_out.returncode == cli.EXIT_TIMEOUT
+    assert f"mcp-tasks wait {http_url} {task_id}" in timed_out.stderr
+    assert run("cancel", http_url, task_id).returncode == cli.EXIT_OK
+    assert run("wait", http_url, task_id).returncode == cli.EXIT_CANCELLED
+    assert run("get", http_url, "no-such-task").returncode == cli.EXIT_ERROR
+    assert run("call", "http://127.0.0.1:9/mcp", "x").returncode == cli.EXIT_ERROR
+    for problem in (["shout", "[1]"], ["shout", "not json"], ["hold", "--timeout", "0"]):
+        done = run("call", "my_server:server", *problem, cwd=project)
+        assert done.returncode == cli.EXIT_USAGE, problem
+        assert "Traceback" not in done.stderr
+    missing = run("call", "no_such_module:server", "x", cwd=project)
+    assert missing.returncode == cli.EXIT_USAGE and "cannot import 'no_such_module'" in missing.stderr
+    assert "Traceback" in run("call", "no_such_module:server", "x", "--debug", cwd=project).stderr
+
+
+def test_over_stdio_a_timeout_tells_the_truth_about_the_server(project: Path) -> None:
+    target = f"{sys.executable} -m mcp_tasks.server my_server:server"
+    done = run("call", target, "hold", "--timeout", "0.3", cwd=project)
+    assert done.returncode == cli.EXIT_TIMEOUT
+    assert "started over stdio by this command and stops when it exits" in done.stderr
+
+
+def test_tools_version_and_help(project: Path) -> None:
+    listed = run("tools", "my_server:server", cwd=project)
+    assert listed.returncode == 0
+    assert [line.split()[0] for line in listed.stdout.splitlines()] == ["ask_name", "hold", "boom", "shout", "refuse"]
+    as_json = json.loads(run("tools", "my_server:server", "--json", cwd=project).stdout)
+    assert as_json[0]["name"] == "ask_name"
+    assert run("--version").stdout.startswith("mcp-tasks ")
+    helped = run("--help").stdout
+    assert "exit codes:" in helped and "130" in helped and "`" not in helped
