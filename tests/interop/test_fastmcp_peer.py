@@ -175,7 +175,8 @@ def test_a_protocol_error_fails_the_task(peer: Peer) -> None:
     with pytest.raises(mt.TaskFailed) as failed:
         mt.await_task(client, status, timeout=WAIT)
     error = failed.value
-    assert (error.code, str(error), error.data) == (-32050, "quota exceeded on purpose", {"retryAfterMs": 1500})
+    assert (error.code, error.message, error.data) == (-32050, "quota exceeded on purpose", {"retryAfterMs": 1500})
+    assert "quota exceeded on purpose" in str(error)
     assert error.status.status is mt.TaskState.FAILED
     assert error.status.status_message == "quota exceeded on purpose"
     assert error.status.result is None
