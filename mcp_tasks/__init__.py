@@ -26,6 +26,8 @@ from mcp_tasks._errors import (
     TransportError,
 )
 from mcp_tasks._input import InputHandlers, InputStrategy
+from mcp_tasks._oauth import OAuth
+from mcp_tasks._oauth_error import OAuthError
 from mcp_tasks._retry import Retry
 from mcp_tasks._status import Status, TaskState
 from mcp_tasks._subscription import Closed, Dropped, Notification, Subscription
@@ -38,6 +40,7 @@ from mcp_tasks._tasks import (
     server_supports,
     update_task,
 )
+from mcp_tasks._tokens import FileTokenStore, MemoryTokenStore, TokenStore
 from mcp_tasks._version import __version__
 from mcp_tasks._wait import await_task, call_and_await, wait_task
 
@@ -46,13 +49,17 @@ __all__ = [
     "Client",
     "Closed",
     "Dropped",
+    "FileTokenStore",
     "InputError",
     "InputHandlers",
     "InputRequired",
     "InputStrategy",
     "InvalidStatus",
     "McpError",
+    "MemoryTokenStore",
     "Notification",
+    "OAuth",
+    "OAuthError",
     "RequestTimeout",
     "Retry",
     "Status",
@@ -61,6 +68,7 @@ __all__ = [
     "TaskFailed",
     "TaskState",
     "TaskTimeout",
+    "TokenStore",
     "TransportError",
     "__version__",
     "await_task",
