@@ -250,7 +250,7 @@ class OAuth(AuthBase):
             form = {"grant_type": "client_credentials", "resource": resource.resource}
         else:
             code, redirect_uri, verifier = self._authorization_code(server, client, scope, resource)
-            deadline = Deadline(self.timeout)  # the person's time does not count
+            deadline = Deadline(deadline.timeout)  # as long again: the person's time does not count
             form = {
                 "grant_type": "authorization_code",
                 "code": code,

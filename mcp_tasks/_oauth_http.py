@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import requests
@@ -27,14 +27,11 @@ class OAuthHttp:
     """GETs and POSTs for the flow over one `requests.Session` (TLS verified unless told)."""
 
     def __init__(self, session: requests.Session | None = None, *, verify: bool | str = True) -> None:
-        self._own = session is None
-        self.session = session if session is not None else requests.Session()
+        self.session = session
         self.verify = verify
 
     def close(self) -> None:
-        """Close the session if this object made it."""
-        if self._own:
-            self.session.close()
+        """Nothing stays open between requests (a flow is rare; its connections are not kept)."""
 
     def get_json(self, url: str, deadline: Deadline) -> dict[str, Any] | None:
         """A JSON object from `url`; None when there is none there (an error status, not JSON)."""
@@ -81,18 +78,35 @@ class OAuthHttp:
         left = deadline.remaining()
         if left is not None and left <= 0:
             raise RequestTimeout(deadline_timeout(deadline), "Authorization timed out")
+        session = self.session if self.session is not None else requests.Session()
         try:
-            return self.session.request(method, url, timeout=left, verify=self.verify, stream=True, **kwargs)
+            response = session.request(method, url, timeout=left, verify=self.verify, stream=True, **kwargs)
+            if self.session is None:
+                response.close = _closing(response, session)  # type: ignore[method-assign]
+            return response
         except requests.Timeout as exc:
             raise RequestTimeout(deadline_timeout(deadline), f"Authorization timed out talking to {url}") from exc
         except requests.RequestException as exc:
             raise OAuthError(f"could not reach {url}: {type(exc).__name__}") from exc
+        finally:
+            if self.session is None and "response" not in locals():
+                session.close()
+
+
+def _closing(response: requests.Response, session: requests.Session) -> Callable[[], None]:
+    """`response.close` that also closes the one-request session it came from."""
+    close = response.close
+
+    def both() -> None:
+        close()
+        session.close()
+
+    return both
 
 
 def deadline_timeout(deadline: Deadline) -> float:
     """The timeout a deadline was made with, for `RequestTimeout` (its data in milliseconds)."""
-    timeout = getattr(deadline, "timeout", None)
-    return float(timeout) if isinstance(timeout, (int, float)) else 0.0
+    return deadline.timeout or 0.0
 
 
 def _json(response: requests.Response) -> Any:
