@@ -15,6 +15,12 @@ advertises those. Input requests are answered by a form handler that fills the r
 A scenario that defines the client's part in its description has a plan below
 (json-schema-2020-12-preservation: echo a schema).
 
+In the auth/* scenarios the client's auth object is `mcp_tasks.OAuth` (see `oauth_for`): it is
+given the context's pre-registered credentials when there are some, a Client ID Metadata Document
+URL and redirect URI (used only where the authorization server asks for them), and an authorization
+step that follows the authorization endpoint's redirect instead of opening a browser. A request
+refused for want of authorization ends the run (a real client would not keep asking).
+
 ``MCP_TASKS_CONFORMANCE_REPORT`` (ours, optional) names a JSON file this writes at the end: what
 was sent, which requests failed, and whether the run got to its end. Exit 0 when every request
 that this client made succeeded; 1 otherwise; 2 for a usage error.
