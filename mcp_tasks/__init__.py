@@ -19,6 +19,7 @@ from mcp_tasks._errors import (
     InputRequired,
     InvalidStatus,
     McpError,
+    OAuthError,
     RequestTimeout,
     TaskCancelled,
     TaskFailed,
@@ -26,8 +27,7 @@ from mcp_tasks._errors import (
     TransportError,
 )
 from mcp_tasks._input import InputHandlers, InputStrategy
-from mcp_tasks._oauth import OAuth
-from mcp_tasks._oauth_error import OAuthError
+from mcp_tasks._oauth import FileTokenStore, MemoryTokenStore, OAuth, TokenStore
 from mcp_tasks._retry import Retry
 from mcp_tasks._status import Status, TaskState
 from mcp_tasks._subscription import Closed, Dropped, Notification, Subscription
@@ -40,7 +40,6 @@ from mcp_tasks._tasks import (
     server_supports,
     update_task,
 )
-from mcp_tasks._tokens import FileTokenStore, MemoryTokenStore, TokenStore
 from mcp_tasks._version import __version__
 from mcp_tasks._wait import await_task, call_and_await, wait_task
 

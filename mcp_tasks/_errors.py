@@ -40,6 +40,7 @@ __all__ = [
     "InputRequired",
     "InvalidStatus",
     "McpError",
+    "OAuthError",
     "RequestTimeout",
     "TaskCancelled",
     "TaskFailed",
@@ -157,6 +158,18 @@ class RequestTimeout(McpError, TimeoutError):
 
     def __init__(self, timeout: float, message: str = "Request timed out") -> None:
         super().__init__(REQUEST_TIMEOUT, message, {"timeoutMs": _millis(timeout)}, "transport", "timeout")
+
+
+class OAuthError(McpError):
+    """Authorization failed: discovery, registration, the user's consent or a token request.
+
+    Its message names what was wrong (a URL, a mismatched issuer, the server's ``error``) and never
+    a token, code, verifier or secret. Kind ``authorization``; `data` may hold the server's OAuth
+    ``error`` code.
+    """
+
+    def __init__(self, message: str, *, data: Any = None) -> None:
+        super().__init__(CONNECTION_CLOSED, message, data, "authorization")
 
 
 class TaskFailed(McpError):

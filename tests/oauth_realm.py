@@ -13,6 +13,7 @@ import base64
 import hashlib
 import json
 import secrets
+import sys
 import threading
 import urllib.parse
 from collections import Counter
@@ -26,7 +27,7 @@ class Realm:
     """The servers and what they saw; the attributes below change their behaviour."""
 
     def __init__(self) -> None:
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self.httpd = _QuietServer(("127.0.0.1", 0), _Handler)
         self.httpd.daemon_threads = True
         self.httpd.realm = self  # type: ignore[attr-defined]
         self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}"
@@ -79,6 +80,14 @@ def follow(url: str) -> str:
     response = requests.get(url, allow_redirects=False, timeout=10)
     response.close()
     return response.headers["Location"]
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client that hangs up mid-request is ordinary here (the flow's sessions close early)."""
+
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -17,9 +17,9 @@ import pytest
 import requests
 
 import mcp_tasks as mt
-from mcp_tasks._challenge import bearer_challenge, parse_challenges
-from mcp_tasks._oauth_discovery import resource_matches
-from mcp_tasks._oauth_redirect import LoopbackAuthorize
+from mcp_tasks._oauth.challenge import bearer_challenge, parse_challenges
+from mcp_tasks._oauth.discovery import resource_matches
+from mcp_tasks._oauth.redirect import LoopbackAuthorize
 from tests.oauth_realm import Realm, follow
 
 CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}

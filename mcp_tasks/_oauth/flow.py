@@ -1,7 +1,7 @@
 """`OAuth`: a `requests` auth object that gets, attaches, refreshes and steps up OAuth 2.1 access
 tokens for an MCP server, as the MCP authorization spec (2026-07-28) asks of a client.
 
-On a 401 it finds the server's authorization server (`mcp_tasks._oauth_discovery`), identifies the
+On a 401 it finds the server's authorization server (`mcp_tasks._oauth.discovery`), identifies the
 client (pre-registered, a Client ID Metadata Document, or dynamic registration), gets a token
 (authorization code with PKCE through a pluggable step, or client credentials), and re-sends the
 request once; every request after carries the token. An expired token is refreshed before anyone
@@ -27,14 +27,14 @@ from typing import Any, Literal
 import requests
 from requests.auth import AuthBase
 
-from mcp_tasks._challenge import bearer_challenge
 from mcp_tasks._clock import Deadline, check_timeout
-from mcp_tasks._oauth_discovery import AuthServer, Resource, discover_resource, discover_server
-from mcp_tasks._oauth_error import OAuthError
-from mcp_tasks._oauth_http import OAuthHttp
-from mcp_tasks._oauth_redirect import LoopbackAuthorize, free_loopback_redirect_uri, show_link
+from mcp_tasks._errors import OAuthError
+from mcp_tasks._oauth.challenge import bearer_challenge
+from mcp_tasks._oauth.discovery import AuthServer, Resource, discover_resource, discover_server
+from mcp_tasks._oauth.http import OAuthHttp
+from mcp_tasks._oauth.redirect import LoopbackAuthorize, free_loopback_redirect_uri, show_link
+from mcp_tasks._oauth.tokens import FileTokenStore, MemoryTokenStore, TokenStore
 from mcp_tasks._redact import short_id
-from mcp_tasks._tokens import FileTokenStore, MemoryTokenStore, TokenStore
 
 __all__ = ["OAuth", "cli_oauth"]
 

@@ -15,7 +15,7 @@ import webbrowser
 from collections.abc import Callable
 
 from mcp_tasks._clock import SLICE
-from mcp_tasks._oauth_error import OAuthError
+from mcp_tasks._errors import OAuthError
 
 __all__ = ["LoopbackAuthorize", "free_loopback_redirect_uri"]
 

@@ -13,8 +13,7 @@ from typing import Any
 import requests
 
 from mcp_tasks._clock import Deadline
-from mcp_tasks._errors import RequestTimeout
-from mcp_tasks._oauth_error import OAuthError
+from mcp_tasks._errors import OAuthError, RequestTimeout
 
 __all__ = ["OAuthHttp"]
 

@@ -18,8 +18,8 @@ from typing import Any
 import attrs
 
 from mcp_tasks._clock import Deadline
-from mcp_tasks._oauth_error import OAuthError
-from mcp_tasks._oauth_http import OAuthHttp
+from mcp_tasks._errors import OAuthError
+from mcp_tasks._oauth.http import OAuthHttp
 
 __all__ = ["AuthServer", "Resource", "discover_resource", "discover_server", "resource_matches"]
 
