@@ -20,6 +20,7 @@ from mcp_tasks._errors import (
     InputRequired,
     InvalidStatus,
     McpError,
+    OAuthError,
     RequestTimeout,
     TaskCancelled,
     TaskFailed,
@@ -27,6 +28,7 @@ from mcp_tasks._errors import (
     TransportError,
 )
 from mcp_tasks._input import InputHandlers, InputStrategy
+from mcp_tasks._oauth import FileTokenStore, MemoryTokenStore, OAuth, TokenStore
 from mcp_tasks._retry import Retry
 from mcp_tasks._status import Status, TaskState
 from mcp_tasks._subscription import Closed, Dropped, Notification, Subscription
@@ -48,13 +50,17 @@ __all__ = [
     "Client",
     "Closed",
     "Dropped",
+    "FileTokenStore",
     "InputError",
     "InputHandlers",
     "InputRequired",
     "InputStrategy",
     "InvalidStatus",
     "McpError",
+    "MemoryTokenStore",
     "Notification",
+    "OAuth",
+    "OAuthError",
     "RequestTimeout",
     "Retry",
     "Status",
@@ -64,6 +70,7 @@ __all__ = [
     "TaskFailed",
     "TaskState",
     "TaskTimeout",
+    "TokenStore",
     "TransportError",
     "__version__",
     "await_task",

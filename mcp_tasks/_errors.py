@@ -44,6 +44,7 @@ __all__ = [
     "InputRequired",
     "InvalidStatus",
     "McpError",
+    "OAuthError",
     "RequestTimeout",
     "TaskCancelled",
     "TaskFailed",
@@ -175,6 +176,18 @@ class RequestTimeout(TransportError, TimeoutError):
         super().__init__(message or f"No answer within {seconds(timeout)}", data={"timeoutMs": _millis(timeout)})
         self.code = REQUEST_TIMEOUT
         self.cause = "timeout"
+
+
+class OAuthError(McpError):
+    """Authorization failed: discovery, registration, the user's consent or a token request.
+
+    Its message names what was wrong (a URL, a mismatched issuer, the server's ``error``) and never
+    a token, code, verifier or secret. Kind ``authorization``; `data` may hold the server's OAuth
+    ``error`` code.
+    """
+
+    def __init__(self, message: str, *, data: Any = None) -> None:
+        super().__init__(CONNECTION_CLOSED, message, data, "authorization")
 
 
 class TaskFailed(McpError):

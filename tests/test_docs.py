@@ -28,6 +28,7 @@ PRINTS = {
     "## Waiting": ["['working', 'completed']"],
     "## Input the server asks for": ["Delete /tmp/x?"],
     "## Transports": ["{'report': 'stdio', 'exported': 2}", "{'report': 'http'}"],
+    "## Authorization": [],
     "## Resuming": ["{'n': 7}"],
     "## Use it from Flask": ["{'hello': 'Ada'}"],
     "## Use it in Jupyter": ["{'loss': 0.1}"],

@@ -28,10 +28,11 @@ import urllib3
 from requests.adapters import HTTPAdapter
 from requests.auth import AuthBase
 from requests.cookies import extract_cookies_to_jar
+from requests.hooks import dispatch_hook
 from requests.utils import select_proxy
 
 from mcp_tasks._clock import Deadline
-from mcp_tasks._errors import McpError, RequestTimeout, TransportError
+from mcp_tasks._errors import CONNECTION_CLOSED, McpError, RequestTimeout, TransportError
 from mcp_tasks._wire import (
     META_PROTOCOL_VERSION,
     PROTOCOL_VERSION,
@@ -229,18 +230,37 @@ class HttpTransport(Transport):
                 )
                 if "set-cookie" in raw.headers:
                     self._keep_cookies(self._prepared(headers, body), raw)
-                return raw  # type: ignore[no-any-return]
+                return self._authorized(raw)
             prepared = self._prepared(headers, body)
             both: Any = (timeout, timeout)
-            response = self._adapter.send(
-                prepared, stream=True, timeout=both, verify=self._verify, cert=self._cert, proxies=self._proxies
+            options: dict[str, Any] = {"timeout": both, "verify": self._verify, "cert": self._cert}
+            response = self._adapter.send(prepared, stream=True, proxies=self._proxies, **options)
+            # As Session.send does: an auth object may answer a 401 in a response hook (and re-send).
+            response = dispatch_hook(  # type: ignore[no-untyped-call]
+                "response", prepared.hooks, response, stream=True, proxies=self._proxies, **options
             )
             if response.cookies:
                 self._keep_cookies(prepared, response.raw)
             raw_response: Raw = response.raw
-            return raw_response
+            return self._authorized(raw_response)
+        except McpError:
+            raise  # an auth object's own error (a failed authorization, a timeout of its flow)
         except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
             raise _failure(exc, timeout) from exc
+
+    def _authorized(self, raw: Any) -> Raw:
+        """`raw`, unless it is a 401 or 403 that no auth object resolved: an authorization error."""
+        if raw.status not in (401, 403):
+            return raw  # type: ignore[no-any-return]
+        challenge = raw.headers.get("WWW-Authenticate")
+        _finish(raw)
+        where = f"; WWW-Authenticate: {challenge[:300]}" if challenge else ""
+        raise McpError(
+            CONNECTION_CLOSED,
+            f"HTTP {raw.status} from {self.url}: the request was not authorized{where}",
+            {"status": raw.status, "wwwAuthenticate": challenge},
+            "authorization",
+        )
 
     def _prepared(self, headers: dict[str, str], body: bytes) -> requests.PreparedRequest:
         prepared = requests.PreparedRequest()

@@ -15,6 +15,12 @@ advertises those. Input requests are answered by a form handler that fills the r
 A scenario that defines the client's part in its description has a plan below
 (json-schema-2020-12-preservation: echo a schema).
 
+In the auth/* scenarios the client's auth object is `mcp_tasks.OAuth` (see `oauth_for`): it is
+given the context's pre-registered credentials when there are some, a Client ID Metadata Document
+URL and redirect URI (used only where the authorization server asks for them), and an authorization
+step that follows the authorization endpoint's redirect instead of opening a browser. A request
+refused for want of authorization ends the run (a real client would not keep asking).
+
 ``MCP_TASKS_CONFORMANCE_REPORT`` (ours, optional) names a JSON file this writes at the end: what
 was sent, which requests failed, and whether the run got to its end. Exit 0 when every request
 that this client made succeeded; 1 otherwise; 2 for a usage error.
@@ -134,6 +140,10 @@ def fill_form(params: dict[str, Any]) -> dict[str, Any]:
 # -- the client ----------------------------------------------------------------------------------
 
 
+class Refused(Exception):
+    """Authorization failed: a client stops there (it would only ask again)."""
+
+
 class Run:
     """One scenario run: the requests it made and the ones that failed."""
 
@@ -151,8 +161,12 @@ class Run:
         try:
             answer = send()
         except mt.McpError as exc:
-            log(f"{what} failed: {exc.code} {exc} data={exc.data!r}")
-            self.failures.append({"request": what, "code": exc.code, "message": str(exc), "data": exc.data})
+            log(f"{what} failed: {exc.code} {exc.kind} {exc} data={exc.data!r}")
+            self.failures.append(
+                {"request": what, "code": exc.code, "kind": exc.kind, "message": str(exc), "data": exc.data}
+            )
+            if exc.kind == "authorization":
+                raise Refused(what) from exc
             return None
         log(f"{what} -> {json.dumps(answer, default=repr)[:300]}")
         return answer
@@ -233,6 +247,46 @@ def plan_schema_echo(run: Run, tools: list[dict[str, Any]]) -> list[tuple[str, d
 PLANS: dict[str, Plan] = {"json-schema-2020-12-preservation": plan_schema_echo}
 
 
+# -- authorization (the auth/* scenarios) ---------------------------------------------------------
+
+# The Client ID Metadata Document URL and redirect URI a conformance client presents (the suite's
+# authorization servers accept them as they are; nothing is served there).
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
+REDIRECT_URI = "http://localhost:3000/callback"
+
+
+def follow_authorization(url: str) -> str:
+    """The authorization step with no person: the suite's authorization endpoint answers at once
+    with a redirect, which is followed instead of opening a browser."""
+    import requests
+
+    response = requests.get(url, allow_redirects=False, timeout=TIMEOUT)
+    location = response.headers.get("Location")
+    response.close()
+    if response.status_code not in (301, 302, 303, 307, 308) or not location:
+        raise mt.OAuthError(f"the authorization endpoint answered HTTP {response.status_code} without a redirect")
+    return location
+
+
+def oauth_for(scenario: str, context: Mapping[str, Any]) -> mt.OAuth | None:
+    """The auth object for an auth/* scenario: pre-registered credentials from the context when it
+    gives some; client credentials where the scenario is a backend's (auth/client-credentials-*)."""
+    if not scenario.startswith("auth/"):
+        return None
+    client_id = context.get("client_id") if isinstance(context.get("client_id"), str) else None
+    secret = context.get("client_secret") if isinstance(context.get("client_secret"), str) else None
+    if scenario.startswith("auth/client-credentials"):
+        return mt.OAuth(client_id=client_id, client_secret=secret, grant="client_credentials", timeout=TIMEOUT)
+    return mt.OAuth(
+        client_id=client_id,
+        client_secret=secret,
+        client_metadata_url=CLIENT_METADATA_URL,
+        redirect_uri=REDIRECT_URI,
+        authorize=follow_authorization,
+        timeout=TIMEOUT,
+    )
+
+
 def main(argv: list[str]) -> int:
     """Run the scenario against the URL given last; the exit code says whether all went well."""
     if not argv or not argv[-1].startswith(("http://", "https://")):
@@ -251,10 +305,13 @@ def main(argv: list[str]) -> int:
             report["unsupportedVersion"] = version
             return 2
         handlers = mt.InputHandlers(form=fill_form)
-        with mt.Client.http(url, input_handlers=handlers, timeout=TIMEOUT) as client:
+        auth = oauth_for(scenario, context if isinstance(context, dict) else {})
+        with mt.Client.http(url, input_handlers=handlers, timeout=TIMEOUT, auth=auth) as client:
             run = Run(client, scenario, context if isinstance(context, dict) else {})
             try:
                 run.run()
+            except Refused as refused:
+                log(f"stopped: {refused} was not authorized")
             finally:
                 report.update(sent=run.sent, failures=run.failures)
         report["finished"] = True

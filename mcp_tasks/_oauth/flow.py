@@ -1,0 +1,586 @@
+"""`OAuth`: a `requests` auth object that gets, attaches, refreshes and steps up OAuth 2.1 access
+tokens for an MCP server, as the MCP authorization spec (2026-07-28) asks of a client.
+
+On a 401 it finds the server's authorization server (`mcp_tasks._oauth.discovery`), identifies the
+client (pre-registered, a Client ID Metadata Document, or dynamic registration), gets a token
+(authorization code with PKCE through a pluggable step, or client credentials), and re-sends the
+request once; every request after carries the token. An expired token is refreshed before anyone
+is asked to authorize again; a 403 ``insufficient_scope`` re-authorizes with the union of the
+scopes, a bounded number of times. One flow runs at a time for all the threads that share the
+object: twenty threads that meet the same expired token make one token request.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import hmac
+import logging
+import secrets
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
+import requests
+from requests.auth import AuthBase
+
+from mcp_tasks._clock import Deadline, check_timeout
+from mcp_tasks._errors import OAuthError
+from mcp_tasks._oauth.challenge import bearer_challenge
+from mcp_tasks._oauth.discovery import AuthServer, Resource, discover_resource, discover_server
+from mcp_tasks._oauth.http import OAuthHttp
+from mcp_tasks._oauth.redirect import LoopbackAuthorize, free_loopback_redirect_uri, show_link
+from mcp_tasks._oauth.tokens import FileTokenStore, MemoryTokenStore, TokenStore
+from mcp_tasks._redact import short_id
+
+__all__ = ["OAuth", "cli_oauth"]
+
+log = logging.getLogger("mcp_tasks")
+
+Grant = Literal["authorization_code", "client_credentials"]
+Authorize = Callable[[str], str]
+
+EXPIRY_MARGIN = 30.0
+"""A token this close to its expiry (seconds) is refreshed before it is sent."""
+
+DEFAULT_STEP_UPS = 2
+_AUTH_METHODS = ("client_secret_basic", "client_secret_post", "none")
+
+
+class _Attempts:
+    """What one request (and its re-sends) has tried: bounds the 401 and 403 loops."""
+
+    __slots__ = ("refreshed", "step_ups", "unauthorized")
+
+    def __init__(self) -> None:
+        self.unauthorized = 0
+        self.step_ups = 0
+        self.refreshed = False
+
+
+class OAuth(AuthBase):
+    """OAuth 2.1 for MCP servers over HTTP: ``Client.http(url, auth=OAuth(...))``, or any
+    `requests` call (``requests.post(url, auth=oauth)``).
+
+    - `client_id` / `client_secret`: a client registered with the authorization server beforehand.
+      Without one, `client_metadata_url` (an https URL of a Client ID Metadata Document you host) is
+      the client id where the server supports that, else the client registers itself (RFC 7591)
+      as `client_name`.
+    - `grant`: ``"authorization_code"`` (a person authorizes, PKCE S256) or
+      ``"client_credentials"`` (a backend with a client id and secret).
+    - `scope`: the scopes to ask for (a space-separated string); by default those of the server's
+      challenge, else those its metadata lists, else none.
+    - `authorize(url) -> redirect_url`: shows the person `url` and returns the URL their browser was
+      redirected to. By default the browser opens (a link in a notebook) and a listener on
+      127.0.0.1 catches the redirect at `redirect_uri` (default: a free port, ``/callback``).
+    - `store`: where tokens and registrations are kept (`MemoryTokenStore` by default;
+      `FileTokenStore` keeps them across runs).
+    - `timeout`: seconds for the exchanges with the authorization server in one flow (the person's
+      time in the browser is not counted); also cut to the timeout of the MCP call that started it.
+    - `max_step_ups`: how many times one request may re-authorize for a 403 ``insufficient_scope``.
+    """
+
+    def __init__(
+        self,
+        *,
+        client_id: str | None = None,
+        client_secret: str | None = None,
+        client_metadata_url: str | None = None,
+        client_name: str = "mcp_tasks",
+        scope: str | None = None,
+        grant: Grant = "authorization_code",
+        authorize: Authorize | None = None,
+        redirect_uri: str | None = None,
+        store: TokenStore | None = None,
+        timeout: float | None = 30.0,
+        session: requests.Session | None = None,
+        verify: bool | str = True,
+        max_step_ups: int = DEFAULT_STEP_UPS,
+    ) -> None:
+        if grant not in ("authorization_code", "client_credentials"):
+            raise ValueError(f"grant must be 'authorization_code' or 'client_credentials', got {grant!r}")
+        if client_secret is not None and client_id is None:
+            raise ValueError("client_secret needs the client_id it belongs to")
+        if client_metadata_url is not None:
+            parts = urllib.parse.urlsplit(client_metadata_url)
+            if parts.scheme != "https" or not parts.path.strip("/") or parts.fragment:
+                raise ValueError(f"client_metadata_url must be an https URL with a path, got {client_metadata_url!r}")
+        if grant == "client_credentials" and authorize is not None:
+            raise ValueError("authorize is for the authorization_code grant")
+        if store is not None and not isinstance(store, TokenStore):
+            raise TypeError("store must have get(key) and set(key, tokens) methods")
+        if isinstance(max_step_ups, bool) or not isinstance(max_step_ups, int) or max_step_ups < 0:
+            raise ValueError(f"max_step_ups must be a non-negative int, got {max_step_ups!r}")
+        self.client_id = client_id
+        self._client_secret = client_secret
+        self.client_metadata_url = client_metadata_url
+        self.client_name = client_name
+        self.scope = scope.split() if scope else None
+        self.grant: Grant = grant
+        self._authorize = authorize
+        self.redirect_uri = redirect_uri
+        self.store: TokenStore = store if store is not None else MemoryTokenStore()
+        self.timeout = check_timeout("timeout", timeout)
+        self.max_step_ups = max_step_ups
+        self._http = OAuthHttp(session, verify=verify)
+        self._flow_lock = threading.Lock()
+        self._state_lock = threading.Lock()
+        self._records: dict[str, dict[str, Any]] = {}
+
+    # -- requests.auth.AuthBase -----------------------------------------------------------------
+
+    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        """Attach the token for the request's server (refreshed first if it expired), and a
+        response hook that runs the flow on a 401 or 403.
+        """
+        key = self._key(str(request.url))
+        token = self._token(key)
+        if token is not None and _expired(self._record(key)):
+            token = self._renew_quietly(key, str(request.url), token)
+        if token is not None:
+            request.headers["Authorization"] = f"Bearer {token}"
+        hook = functools.partial(self._on_response, _Attempts())
+        request.register_hook("response", hook)  # type: ignore[no-untyped-call]
+        return request
+
+    def _on_response(self, attempts: _Attempts, response: requests.Response, **kwargs: Any) -> requests.Response:
+        """The response hook: on 401, or 403 ``insufficient_scope``, get a better token and re-send."""
+        while response.status_code in (401, 403):
+            challenge = bearer_challenge(response.headers.get("WWW-Authenticate")) or {}
+            request = response.request
+            url = str(request.url)
+            key = self._key(url)
+            sent = _bearer_of(request)
+            if response.status_code == 403:
+                if challenge.get("error") != "insufficient_scope" or attempts.step_ups >= self.max_step_ups:
+                    break
+                attempts.step_ups += 1
+                mode = "step_up"
+            else:
+                if attempts.unauthorized >= 2:
+                    break
+                attempts.unauthorized += 1
+                mode = "refresh" if (sent is not None and not attempts.refreshed) else "authorize"
+            deadline = Deadline(_shorter(self.timeout, _timeout_of(kwargs.get("timeout"))))
+            token = self._renew(key, url, sent, challenge, mode, deadline)
+            if mode == "refresh":
+                attempts.refreshed = True
+            if token is None:
+                break
+            prepared = request.copy()
+            prepared.headers["Authorization"] = f"Bearer {token}"
+            _ = response.content
+            response.close()
+            connection = getattr(response, "connection", None)
+            if connection is None:
+                break
+            again: requests.Response = connection.send(prepared, **kwargs)
+            again.history.append(response)
+            again.request = prepared
+            response = again
+        return response
+
+    # -- the flow -------------------------------------------------------------------------------
+
+    def _renew(
+        self, key: str, url: str, sent: str | None, challenge: Mapping[str, str], mode: str, deadline: Deadline
+    ) -> str | None:
+        """A token better than `sent`: another thread's, a refreshed one, or a new authorization.
+        None when a new one would not help (the granted scopes already cover a step-up).
+        """
+        wanted = set((challenge.get("scope") or "").split())
+        with self._flow_lock:
+            record = self._record(key) or {}
+            current = record.get("access_token")
+            granted = set(str(record.get("scope") or record.get("requested_scope") or "").split())
+            if mode == "step_up":
+                if current is not None and current != sent and wanted <= granted:
+                    return str(current)
+                if current == sent and wanted and wanted <= granted:
+                    log.info("oauth: %s still refuses a token that has the scopes it asks for", url)
+                    return None
+            elif current is not None and current != sent:
+                return str(current)  # another thread got a new one meanwhile
+            if mode in ("refresh", "expired") and record.get("refresh_token"):
+                try:
+                    return self._refresh(key, record, deadline)
+                except OAuthError as exc:
+                    log.info("oauth: refreshing the token for %s failed (%s); authorizing again", url, exc)
+                    record = {k: v for k, v in record.items() if k not in ("access_token", "refresh_token")}
+                    self._save(key, record)
+            if mode == "expired" and self.grant == "authorization_code":
+                return None  # a person is asked only when the server says so
+            scopes = set(record.get("requested_scope", "").split()) | wanted if mode == "step_up" else wanted
+            return self._authorize_anew(key, url, record, challenge, scopes, deadline)
+
+    def _renew_quietly(self, key: str, url: str, token: str) -> str | None:
+        """The token to send instead of an expired one; on failure none (the 401 path takes over)."""
+        try:
+            return self._renew(key, url, token, {}, "expired", Deadline(self.timeout)) or None
+        except OAuthError as exc:
+            log.info("oauth: could not refresh the token for %s before sending: %s", url, exc)
+            return None
+
+    def _authorize_anew(
+        self,
+        key: str,
+        url: str,
+        record: dict[str, Any],
+        challenge: Mapping[str, str],
+        wanted: set[str],
+        deadline: Deadline,
+    ) -> str:
+        resource = discover_resource(self._http, url, challenge.get("resource_metadata"), deadline)
+        issuer = resource.authorization_servers[0]
+        server = discover_server(self._http, issuer, deadline, legacy=resource.legacy)
+        if record.get("issuer") not in (None, issuer):
+            log.info("oauth: %s moved from %s to %s", url, record.get("issuer"), issuer)
+        if (
+            self.grant == "authorization_code"
+            and server.from_metadata
+            and "S256" not in (server.code_challenge_methods or ())
+        ):
+            raise OAuthError(f"the authorization server {issuer} does not offer PKCE with S256; not authorizing")
+        scope = self._scope_for(wanted, resource, server, record)
+        client = self._client_for(record, server, deadline)
+        if self.grant == "client_credentials":
+            form = {"grant_type": "client_credentials", "resource": resource.resource}
+        else:
+            code, redirect_uri, verifier = self._authorization_code(server, client, scope, resource)
+            deadline = Deadline(deadline.timeout)  # as long again: the person's time does not count
+            form = {
+                "grant_type": "authorization_code",
+                "code": code,
+                "redirect_uri": redirect_uri,
+                "code_verifier": verifier,
+                "resource": resource.resource,
+            }
+        if scope and self.grant == "client_credentials":
+            form["scope"] = " ".join(scope)
+        tokens = self._token_request(server, client, form, deadline)
+        fresh = {
+            **tokens,
+            "issuer": issuer,
+            "resource": resource.resource,
+            "token_endpoint": server.token_endpoint,
+            "requested_scope": " ".join(scope),
+            "client": client,
+        }
+        self._save(key, fresh)
+        log.info("oauth: authorized %s with %s (scope %r)", url, issuer, " ".join(scope) or None)
+        return str(fresh["access_token"])
+
+    def _scope_for(
+        self, wanted: set[str], resource: Resource, server: AuthServer, record: Mapping[str, Any]
+    ) -> list[str]:
+        if self.scope is not None:
+            chosen = list(self.scope)
+        elif wanted:
+            chosen = sorted(wanted)
+        elif resource.scopes_supported:
+            chosen = list(resource.scopes_supported)
+        else:
+            chosen = []
+        for extra in sorted(wanted):
+            if extra not in chosen:
+                chosen.append(extra)
+        if (
+            chosen
+            and self.grant == "authorization_code"
+            and "offline_access" in (server.scopes_supported or ())
+            and "offline_access" not in chosen
+        ):
+            chosen.append("offline_access")
+        return chosen
+
+    def _client_for(self, record: Mapping[str, Any], server: AuthServer, deadline: Deadline) -> dict[str, Any]:
+        """The identity of this client at `server`: pre-registered, a metadata document URL, a stored
+        registration with this same server, or a new registration.
+        """
+        if self.client_id is not None:
+            secret = self._client_secret
+            return {
+                "client_id": self.client_id,
+                "issuer": server.issuer,
+                "auth_method": _auth_method(server.token_auth_methods, secret is not None, None),
+                "redirect_uri": self.redirect_uri,
+                "preregistered": True,
+            }
+        stored = record.get("client")
+        if isinstance(stored, dict) and stored.get("issuer") == server.issuer and not stored.get("preregistered"):
+            return stored
+        if self.client_metadata_url is not None and server.client_id_metadata_documents:
+            return {
+                "client_id": self.client_metadata_url,
+                "issuer": server.issuer,
+                "auth_method": "none",
+                "redirect_uri": self.redirect_uri,
+            }
+        if server.registration_endpoint is None:
+            raise OAuthError(
+                f"the authorization server {server.issuer} has no registration endpoint: pass client_id "
+                "(and client_secret) registered with it"
+                + ("" if self.client_metadata_url else ", or client_metadata_url")
+            )
+        return self._register(server, deadline)
+
+    def _register(self, server: AuthServer, deadline: Deadline) -> dict[str, Any]:
+        methods = server.token_auth_methods
+        metadata: dict[str, Any] = {"client_name": self.client_name}
+        if self.grant == "client_credentials":
+            method = next(
+                (m for m in ("client_secret_basic", "client_secret_post") if m in methods), "client_secret_basic"
+            )
+            metadata.update(grant_types=["client_credentials"], application_type="web")
+        else:
+            method = next((m for m in ("none", "client_secret_basic", "client_secret_post") if m in methods), "none")
+            redirect_uri = self._redirect_uri(None)
+            metadata.update(
+                redirect_uris=[redirect_uri],
+                grant_types=["authorization_code", "refresh_token"],
+                response_types=["code"],
+                application_type="native",
+            )
+        metadata["token_endpoint_auth_method"] = method
+        assert server.registration_endpoint is not None
+        status, answer = self._http.post(server.registration_endpoint, deadline, body=metadata)
+        if status not in (200, 201) or not answer or not isinstance(answer.get("client_id"), str):
+            error = answer.get("error") if answer else None
+            raise OAuthError(
+                f"dynamic client registration at {server.registration_endpoint} failed: HTTP {status}"
+                + (f" {error}" if isinstance(error, str) else ""),
+                data={"error": error} if isinstance(error, str) else None,
+            )
+        secret = answer.get("client_secret") if isinstance(answer.get("client_secret"), str) else None
+        registered = answer.get("token_endpoint_auth_method")
+        client = {
+            "client_id": answer["client_id"],
+            "issuer": server.issuer,
+            "auth_method": _auth_method(
+                methods, secret is not None, registered if isinstance(registered, str) else method
+            ),
+            "redirect_uri": metadata.get("redirect_uris", [None])[0],
+        }
+        if secret is not None:
+            client["client_secret"] = secret
+        log.info("oauth: registered as %s with %s", short_id(client["client_id"]), server.issuer)
+        return client
+
+    def _redirect_uri(self, client: Mapping[str, Any] | None) -> str:
+        if client is not None and isinstance(client.get("redirect_uri"), str):
+            return str(client["redirect_uri"])
+        if self.redirect_uri is None:
+            self.redirect_uri = free_loopback_redirect_uri()
+        return self.redirect_uri
+
+    def _authorization_code(
+        self, server: AuthServer, client: Mapping[str, Any], scope: list[str], resource: Resource
+    ) -> tuple[str, str, str]:
+        """Send the person to the authorization endpoint; the code, redirect URI and PKCE verifier."""
+        redirect_uri = self._redirect_uri(client)
+        verifier = secrets.token_urlsafe(48)
+        challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+        state = secrets.token_urlsafe(24)
+        params = {
+            "response_type": "code",
+            "client_id": str(client["client_id"]),
+            "redirect_uri": redirect_uri,
+            "state": state,
+            "code_challenge": challenge,
+            "code_challenge_method": "S256",
+            "resource": resource.resource,
+        }
+        if scope:
+            params["scope"] = " ".join(scope)
+        endpoint = server.authorization_endpoint
+        url = endpoint + ("&" if "?" in endpoint else "?") + urllib.parse.urlencode(params)
+        step = self._authorize
+        if step is None:
+            default = LoopbackAuthorize()
+            default.redirect_uri = redirect_uri
+            step = default
+        redirected = step(url)
+        if not isinstance(redirected, str):
+            raise OAuthError("the authorize step must return the URL the browser was redirected to")
+        answer = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(redirected).query, keep_blank_values=True))
+        if "error" in answer:
+            description = answer.get("error_description", "")[:200]
+            raise OAuthError(
+                f"the authorization server {server.issuer} refused: {answer['error'][:60]}"
+                + (f" ({description})" if description else ""),
+                data={"error": answer["error"][:60]},
+            )
+        if not hmac.compare_digest(answer.get("state", "").encode(), state.encode()):
+            raise OAuthError(
+                "the authorization response's state is not this request's (a forged or stale redirect); "
+                "its code is not used"
+            )
+        iss = answer.get("iss")
+        if iss is not None and iss != server.issuer:
+            raise OAuthError(
+                f"the authorization response comes from issuer {iss[:100]!r}, not {server.issuer!r}; "
+                "its code is not used"
+            )
+        if iss is None and server.iss_parameter_supported:
+            raise OAuthError(
+                f"the authorization response lacks the iss that {server.issuer} promises; its code is not used"
+            )
+        code = answer.get("code")
+        if not code:
+            raise OAuthError("the authorization response carries no code")
+        return code, redirect_uri, verifier
+
+    def _refresh(self, key: str, record: dict[str, Any], deadline: Deadline) -> str:
+        client = record.get("client") or {}
+        endpoint = record.get("token_endpoint")
+        if not isinstance(endpoint, str) or not client:
+            raise OAuthError("no token endpoint recorded for the refresh token")
+        form = {"grant_type": "refresh_token", "refresh_token": str(record["refresh_token"])}
+        if record.get("resource"):
+            form["resource"] = str(record["resource"])
+        tokens = self._post_token(endpoint, client, form, deadline)
+        if "refresh_token" not in tokens:
+            tokens["refresh_token"] = record["refresh_token"]
+        updated = {**record, **tokens}
+        self._save(key, updated)
+        log.info("oauth: refreshed the token for %s", record.get("resource"))
+        return str(updated["access_token"])
+
+    def _token_request(
+        self, server: AuthServer, client: Mapping[str, Any], form: dict[str, str], deadline: Deadline
+    ) -> dict[str, Any]:
+        return self._post_token(server.token_endpoint, client, form, deadline)
+
+    def _post_token(
+        self, endpoint: str, client: Mapping[str, Any], form: dict[str, str], deadline: Deadline
+    ) -> dict[str, Any]:
+        """POST to the token endpoint with the client's authentication; the token fields kept."""
+        form = dict(form)
+        client_id = str(client["client_id"])
+        secret = client.get("client_secret") if not client.get("preregistered") else self._client_secret
+        method = client.get("auth_method", "none")
+        auth: tuple[str, str] | None = None
+        if method == "client_secret_basic" and secret:
+            auth = (urllib.parse.quote(client_id, safe=""), urllib.parse.quote(str(secret), safe=""))
+        elif method == "client_secret_post" and secret:
+            form.update(client_id=client_id, client_secret=str(secret))
+        else:
+            form["client_id"] = client_id
+        status, answer = self._http.post(endpoint, deadline, form=form, auth=auth)
+        grant = form["grant_type"]
+        token = answer.get("access_token") if answer else None
+        if status != 200 or not isinstance(token, str) or not token:
+            error = answer.get("error") if answer else None
+            error = error[:60] if isinstance(error, str) else None
+            raise OAuthError(
+                f"the token endpoint {endpoint} refused the {grant} grant: HTTP {status}"
+                + (f" {error}" if error else ""),
+                data={"error": error} if error else None,
+            )
+        assert answer is not None
+        token_type = answer.get("token_type")
+        if not isinstance(token_type, str) or token_type.lower() != "bearer":
+            raise OAuthError(f"the token endpoint {endpoint} issued a {str(token_type)[:20]!r} token, not a Bearer one")
+        kept: dict[str, Any] = {"access_token": token, "token_type": "Bearer"}
+        if isinstance(answer.get("refresh_token"), str):
+            kept["refresh_token"] = answer["refresh_token"]
+        expires_in = answer.get("expires_in")
+        if isinstance(expires_in, (int, float)) and not isinstance(expires_in, bool) and expires_in > 0:
+            kept["expires_at"] = time.time() + float(expires_in)
+        if isinstance(answer.get("scope"), str):
+            kept["scope"] = answer["scope"]
+        return kept
+
+    # -- records --------------------------------------------------------------------------------
+
+    def _key(self, url: str) -> str:
+        parts = urllib.parse.urlsplit(url)
+        server = urllib.parse.urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path, "", ""))
+        who = self.client_id or self.client_metadata_url or "registered"
+        return f"{server} {self.grant} {who}"
+
+    def _record(self, key: str) -> dict[str, Any] | None:
+        with self._state_lock:
+            if key not in self._records:
+                stored = self.store.get(key)
+                self._records[key] = stored if isinstance(stored, dict) else {}
+            return self._records[key]
+
+    def _token(self, key: str) -> str | None:
+        token = (self._record(key) or {}).get("access_token")
+        return token if isinstance(token, str) else None
+
+    def _save(self, key: str, record: dict[str, Any]) -> None:
+        self.store.set(key, record)
+        with self._state_lock:
+            self._records[key] = record
+
+    def close(self) -> None:
+        """Close the HTTP session this object made for the authorization server."""
+        self._http.close()
+
+    def __repr__(self) -> str:
+        who = short_id(self.client_id) if self.client_id else self.client_metadata_url or "dynamic registration"
+        return f"<OAuth {self.grant} client={who} store={type(self.store).__name__}>"
+
+
+def _auth_method(supported: tuple[str, ...], has_secret: bool, registered: str | None) -> str:
+    if registered in _AUTH_METHODS and (registered == "none" or has_secret):
+        return str(registered)
+    if not has_secret:
+        return "none"
+    if "client_secret_basic" in supported:
+        return "client_secret_basic"
+    if "client_secret_post" in supported:
+        return "client_secret_post"
+    return "client_secret_basic"
+
+
+def _expired(record: Mapping[str, Any] | None) -> bool:
+    at = (record or {}).get("expires_at")
+    return isinstance(at, (int, float)) and time.time() >= at - EXPIRY_MARGIN
+
+
+def _bearer_of(request: requests.PreparedRequest) -> str | None:
+    header = request.headers.get("Authorization") or ""
+    return header[7:] if header[:7].lower() == "bearer " else None
+
+
+def _timeout_of(value: Any) -> float | None:
+    if isinstance(value, tuple):
+        value = value[-1]
+    read = getattr(value, "read_timeout", None)
+    if read is not None:
+        value = read
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
+
+
+def _shorter(a: float | None, b: float | None) -> float | None:
+    if a is None:
+        return b
+    return a if b is None else min(a, b)
+
+
+def cli_oauth(
+    *,
+    client_id: str | None = None,
+    client_secret: str | None = None,
+    scope: str | None = None,
+    grant: Grant | None = None,
+) -> OAuth:
+    """The `OAuth` the command line uses: tokens kept in the user's config directory
+    (`FileTokenStore.default()`), the authorization link printed on stderr and opened in a browser;
+    client credentials when a secret is given without a person to ask.
+    """
+    chosen: Grant = grant or "authorization_code"
+    return OAuth(
+        client_id=client_id,
+        client_secret=client_secret,
+        scope=scope,
+        grant=chosen,
+        authorize=LoopbackAuthorize(show=show_link) if chosen == "authorization_code" else None,
+        store=FileTokenStore.default(),
+    )
