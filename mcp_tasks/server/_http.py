@@ -21,7 +21,7 @@ import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any
 
 from mcp_tasks._errors import (
     HEADER_MISMATCH,
@@ -31,6 +31,7 @@ from mcp_tasks._errors import (
     PARSE_ERROR,
     McpError,
 )
+from mcp_tasks._exchange import Exchange, ServesMessages
 from mcp_tasks._threads import join_all, start_thread
 from mcp_tasks._wire import (
     META_PROTOCOL_VERSION,
@@ -41,7 +42,6 @@ from mcp_tasks._wire import (
     param_header_values,
     param_headers,
 )
-from mcp_tasks.server._exchange import Exchange
 from mcp_tasks.server._server import Server
 
 __all__ = ["HttpServer", "McpWsgiApp", "serve_forever", "serve_http"]
@@ -62,13 +62,6 @@ def _status_for(code: int) -> str:
     if code == INTERNAL_ERROR:
         return "500 Internal Server Error"
     return "400 Bad Request"
-
-
-class ServesMessages(Protocol):
-    """What the app needs of a server: one decoded message in, its response out."""
-
-    def handle(self, message: dict[str, Any], exchange: Exchange) -> dict[str, Any] | None:
-        """Handle one message; the response for a request, None for a notification."""
 
 
 class McpWsgiApp:

@@ -7,8 +7,8 @@ import threading
 from typing import Any
 
 from mcp_tasks._errors import McpError
+from mcp_tasks._exchange import Exchange
 from mcp_tasks._wire import META_SUBSCRIPTION_ID, notification
-from mcp_tasks.server._exchange import Exchange
 
 __all__ = ["Hub", "Listener"]
 

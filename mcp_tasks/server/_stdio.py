@@ -13,9 +13,9 @@ import threading
 from typing import IO, Any
 
 from mcp_tasks._errors import PARSE_ERROR, McpError
+from mcp_tasks._exchange import Exchange
 from mcp_tasks._threads import join_all, start_thread
 from mcp_tasks._wire import dumps, loads, valid_id
-from mcp_tasks.server._exchange import Exchange
 from mcp_tasks.server._server import Server
 
 __all__ = ["serve_stdio"]

@@ -12,27 +12,20 @@ import itertools
 import logging
 import threading
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any
 
 from mcp_tasks._clock import Deadline, wait_sliced
 from mcp_tasks._errors import RequestTimeout, TransportError
+from mcp_tasks._exchange import Exchange, ServesMessages
 from mcp_tasks._threads import join_all, start_thread
 from mcp_tasks._wire import dumps, loads
-from mcp_tasks.server._exchange import Exchange
 from mcp_tasks.transports._base import Message, QueueStream, Stream, Transport
 
-__all__ = ["DirectTransport", "ServesMessages"]
+__all__ = ["DirectTransport"]
 
 log = logging.getLogger("mcp_tasks")
 
 CLOSE_TIMEOUT = 5.0
-
-
-class ServesMessages(Protocol):
-    """What the direct transport needs of a server: one decoded message in, its response out."""
-
-    def handle(self, message: dict[str, Any], exchange: Exchange) -> dict[str, Any] | None:
-        """Handle one message; the response for a request, None for a notification."""
 
 
 def _over_the_wire(message: Message) -> Message:
