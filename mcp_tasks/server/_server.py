@@ -394,9 +394,9 @@ class Server:
         listener = self.hub.open(request_id, accepted, exchange)
         exchange.on_cancel(listener.end)
         if self._closed.is_set():
-            listener.ended.set()
+            listener.end()
         try:
-            listener.ended.wait()
+            listener.pump()
         finally:
             self.hub.close(listener)
         if exchange.cancelled.is_set():
