@@ -248,8 +248,8 @@ import json, sys, time
 import mcp_tasks as mt
 client = mt.Client.stdio(sys.executable, [sys.argv[1]])
 client.call_tool("echo")
-print("ready", flush=True)
 try:
+    print("ready", flush=True)
     while True:
         time.sleep(0.05)
 except KeyboardInterrupt:
