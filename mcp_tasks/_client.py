@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     import requests
     from requests.auth import AuthBase
 
-    from mcp_tasks.transports.direct import ServesMessages
+    from mcp_tasks._exchange import ServesMessages
 
 __all__ = ["UNSET", "Client"]
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import attrs
 
 from mcp_tasks._errors import INTERNAL_ERROR, InputError, McpError
+from mcp_tasks._input_kinds import INPUT_KINDS, kind_of
 from mcp_tasks._redact import short_id
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ __all__ = [
 Handler = Callable[[dict[str, Any]], Any]
 """An input handler: takes the request's params, returns the response dict."""
 
-KINDS = ("form", "url", "sampling", "roots")
+KINDS = INPUT_KINDS
 ELICITATION_ACTIONS = frozenset({"accept", "decline", "cancel"})
 
 
@@ -87,24 +88,6 @@ class InputHandlers:
         if self.roots is not None:
             caps.setdefault("roots", {"listChanged": False})
         return caps
-
-
-def kind_of(request: object) -> str | None:
-    """The kind of an input request: form, url, sampling, roots, or None for one not handled."""
-    if not isinstance(request, Mapping):
-        return None
-    method = request.get("method")
-    if method == "elicitation/create":
-        params = request.get("params")
-        mode = params.get("mode") if isinstance(params, Mapping) else None
-        if mode is None or mode == "form":
-            return "form"
-        return "url" if mode == "url" else None
-    if method == "sampling/createMessage":
-        return "sampling"
-    if method == "roots/list":
-        return "roots"
-    return None
 
 
 def request_params(request: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -10,7 +10,7 @@ import pytest
 
 import mcp_tasks as mt
 from mcp_tasks.server import HttpServer, McpWsgiApp
-from tests.conftest import ROOT, stdio_env
+from tests.conftest import ROOT, eventually, stdio_env
 from tests.fixtures.rogue import Rogue
 
 
@@ -144,7 +144,8 @@ def test_stdio_a_server_that_dies_fails_the_request_and_every_later_one() -> Non
 def test_stdio_a_request_from_the_server_is_refused_with_method_not_found() -> None:
     with stdio_rogue() as client:
         client.call_tool("ask_client")
-        refusals = client.call_tool("refusals")["refusals"]
+        # The refusal is sent from the transport's delivery thread: it may follow the answer.
+        refusals = eventually(lambda: client.call_tool("refusals")["refusals"])
     assert refusals[0]["code"] == -32601
 
 

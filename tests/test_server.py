@@ -4,12 +4,14 @@ that concern it (numbers in the docstrings), over every transport where it matte
 from __future__ import annotations
 
 import re
+import threading
 from typing import Any
 
 import pytest
 
 import mcp_tasks as mt
-from tests.conftest import Harness, eventually, release
+from mcp_tasks.server import Exchange
+from tests.conftest import Background, Harness, eventually, release
 from tests.fixtures.servers import make_server
 
 DECLARED = {"io.modelcontextprotocol/clientCapabilities": mt.capabilities()}
@@ -286,3 +288,55 @@ def test_removing_a_tool_tells_the_listeners() -> None:
         assert event.method == "notifications/tools/list_changed"
         assert "greet" not in {tool["name"] for tool in client.list_tools()}
     server.close()
+
+
+def listen_message(key: str, task_ids: list[str]) -> dict[str, Any]:
+    envelope = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": mt.capabilities(),
+    }
+    params = {"notifications": {"taskIds": task_ids}, "_meta": envelope}
+    return {"jsonrpc": "2.0", "id": key, "method": "subscriptions/listen", "params": params}
+
+
+def test_a_stuck_listener_stalls_no_other_task_and_no_other_listener() -> None:
+    server = make_server()
+    client = mt.Client.direct(server)
+    stuck_in_send = threading.Event()
+    unstick = threading.Event()
+    heard: list[dict[str, Any]] = []
+    cancelled_heard = threading.Event()
+
+    def stuck(message: dict[str, Any]) -> None:
+        stuck_in_send.set()
+        unstick.wait(60)
+
+    def hear(message: dict[str, Any]) -> None:
+        heard.append(message)
+        if message.get("params", {}).get("status") == "cancelled":
+            cancelled_heard.set()
+
+    task_id = create(client, block=True)["taskId"]
+    other = create(client, block=True)["taskId"]
+    blocked, listening = Exchange(stuck), Exchange(hear)
+    streams = [
+        Background(lambda: server.handle(listen_message("stuck", [task_id, other]), blocked)),
+        Background(lambda: server.handle(listen_message("live", [task_id]), listening)),
+    ]
+    try:
+        assert stuck_in_send.wait(30)  # the stuck stream's client reads nothing from here on
+        eventually(lambda: heard)  # the live stream's acknowledgement
+        # Changes to both tasks go through while one of their listeners is stuck.
+        assert raw(client, "tasks/cancel", {"taskId": task_id}) == {"resultType": "complete"}
+        assert raw(client, "tasks/get", {"taskId": task_id})["status"] == "cancelled"
+        assert raw(client, "tasks/cancel", {"taskId": other}) == {"resultType": "complete"}
+        assert raw(client, "tasks/get", {"taskId": other})["status"] == "cancelled"
+        assert cancelled_heard.wait(30)  # and the other listener heard
+    finally:
+        unstick.set()
+        blocked.cancel()
+        listening.cancel()
+        for stream in streams:
+            stream.result()
+        client.close()
+        server.close()

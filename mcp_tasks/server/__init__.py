@@ -10,7 +10,7 @@ your own test suites. It serves direct (`mcp_tasks.Client.direct(server)`), stdi
         return {"id": id, "done": True}
 """
 
-from mcp_tasks.server._exchange import Exchange
+from mcp_tasks._exchange import Exchange
 from mcp_tasks.server._http import HttpServer, McpWsgiApp, serve_http
 from mcp_tasks.server._server import Server
 from mcp_tasks.server._stdio import serve_stdio

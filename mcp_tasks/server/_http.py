@@ -1,5 +1,7 @@
 """Serving Streamable HTTP: a WSGI app (usable under any WSGI server) and a small threaded
-HTTP/1.1 server with keep-alive and chunked streaming, for tests and demos on 127.0.0.1.
+HTTP/1.1 server with keep-alive and chunked streaming, for tests and demos on 127.0.0.1. The
+server is a PEP 3333 gateway: it serves any WSGI app (generators and ``write()`` included), and
+`wsgiref.validate` finds nothing wrong on either side.
 
 The app checks the headers as the spec requires: ``MCP-Protocol-Version`` equal to the body's
 version, ``Mcp-Method`` equal to its method, and ``Mcp-Name`` equal to the tool name, uri or
@@ -21,7 +23,7 @@ import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any
 
 from mcp_tasks._errors import (
     HEADER_MISMATCH,
@@ -31,6 +33,7 @@ from mcp_tasks._errors import (
     PARSE_ERROR,
     McpError,
 )
+from mcp_tasks._exchange import Exchange, ServesMessages
 from mcp_tasks._threads import join_all, start_thread
 from mcp_tasks._wire import (
     META_PROTOCOL_VERSION,
@@ -41,7 +44,6 @@ from mcp_tasks._wire import (
     param_header_values,
     param_headers,
 )
-from mcp_tasks.server._exchange import Exchange
 from mcp_tasks.server._server import Server
 
 __all__ = ["HttpServer", "McpWsgiApp", "serve_forever", "serve_http"]
@@ -62,13 +64,6 @@ def _status_for(code: int) -> str:
     if code == INTERNAL_ERROR:
         return "500 Internal Server Error"
     return "400 Bad Request"
-
-
-class ServesMessages(Protocol):
-    """What the app needs of a server: one decoded message in, its response out."""
-
-    def handle(self, message: dict[str, Any], exchange: Exchange) -> dict[str, Any] | None:
-        """Handle one message; the response for a request, None for a notification."""
 
 
 class McpWsgiApp:
@@ -136,7 +131,7 @@ class McpWsgiApp:
         principal = environ.get("HTTP_AUTHORIZATION")
         if "id" not in message:
             self.server.handle(message, Exchange(principal=principal))
-            start_response("202 Accepted", [("Content-Length", "0")])
+            start_response("202 Accepted", [("Content-Type", "text/plain"), ("Content-Length", "0")])
             return [b""]
         if message.get("method") == "subscriptions/listen" or self.sse_responses:
             return self._stream(message, principal, start_response)
@@ -312,21 +307,34 @@ class _Handler(BaseHTTPRequestHandler):
         log.debug("http: " + format, *args)
 
     def _run_wsgi(self) -> None:
+        """Run the WSGI app for this request, as PEP 3333 asks of a gateway."""
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             self.send_error(411, "Content-Length required")
             self.close_connection = True
             return
-        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if length < 0:
+            self.send_error(400, "Bad Content-Length")
+            self.close_connection = True
+            return
         body = self.rfile.read(length) if length > 0 else b""
+        _Response(self, self._environ(body)).run(self.server.app)
+
+    def _environ(self, body: bytes) -> Environ:
         path, _, query = self.path.partition("?")
         environ: Environ = {
             "REQUEST_METHOD": self.command,
-            "PATH_INFO": urllib.parse.unquote(path),
+            "SCRIPT_NAME": "",
+            "PATH_INFO": urllib.parse.unquote(path, "latin-1"),
             "QUERY_STRING": query,
-            "SERVER_NAME": self.server.server_address[0],
+            "SERVER_NAME": str(self.server.server_address[0]),
             "SERVER_PORT": str(self.server.server_address[1]),
             "SERVER_PROTOCOL": self.request_version,
-            "REMOTE_ADDR": self.client_address[0],
+            "SERVER_SOFTWARE": self.version_string(),
+            "REMOTE_ADDR": str(self.client_address[0]),
             "CONTENT_TYPE": self.headers.get("Content-Type", ""),
             "CONTENT_LENGTH": str(len(body)),
             "wsgi.version": (1, 0),
@@ -339,44 +347,115 @@ class _Handler(BaseHTTPRequestHandler):
         }
         for name, value in self.headers.items():
             key = "HTTP_" + name.upper().replace("-", "_")
-            if key not in ("HTTP_CONTENT_TYPE", "HTTP_CONTENT_LENGTH"):
-                environ[key] = value
-        started: list[Any] = []
+            if key in ("HTTP_CONTENT_TYPE", "HTTP_CONTENT_LENGTH"):
+                continue
+            # A header sent more than once is one variable, its values joined (as CGI does).
+            environ[key] = f"{environ[key]},{value}" if key in environ else value
+        return environ
 
-        def start_response(
-            status: str, headers: list[tuple[str, str]], exc_info: Any = None
-        ) -> Callable[[bytes], None]:
-            started[:] = [status, headers]
-            return lambda data: None
 
-        result = self.server.app(environ, start_response)
+class _Response:
+    """One WSGI response: `start_response`, `write`, then the iterable, sent with the right framing.
+
+    Headers go out with the first non-empty body chunk (or at the end), so an app may still change
+    its mind with ``exc_info`` until then. Without a Content-Length the body is chunked (HTTP/1.1)
+    or ended by closing the connection (HTTP/1.0). The iterable's ``close()`` is always called.
+    """
+
+    def __init__(self, handler: _Handler, environ: Environ) -> None:
+        self.handler = handler
+        self.environ = environ
+        self.status: str | None = None
+        self.headers: list[tuple[str, str]] = []
+        self.sent = False
+        self.chunked = False
+
+    def start_response(
+        self, status: str, headers: list[tuple[str, str]], exc_info: Any = None
+    ) -> Callable[[bytes], None]:
+        if exc_info:
+            try:
+                if self.sent:
+                    raise exc_info[1].with_traceback(exc_info[2])
+            finally:
+                exc_info = None
+        elif self.status is not None:
+            raise AssertionError("start_response was called a second time without exc_info")
+        if not isinstance(status, str) or not status[:3].isdigit() or status[3:4] != " ":
+            raise ValueError(f"a WSGI status must be a string like '200 OK', got {status!r}")
+        for name, value in headers:
+            if not isinstance(name, str) or not isinstance(value, str):
+                raise TypeError(f"WSGI headers must be pairs of strings, got {(name, value)!r}")
+        self.status, self.headers = status, list(headers)
+        return self.write
+
+    def write(self, data: bytes) -> None:
+        """The `write()` callable of PEP 3333 (and the path of every body chunk)."""
+        if not isinstance(data, bytes):
+            raise TypeError(f"a WSGI body chunk must be bytes, got {type(data).__name__}")
+        if self.status is None:
+            raise AssertionError("write() was called before start_response()")
+        if not data:
+            return
+        wfile = self.handler.wfile
+        if not self.sent:
+            self._send_headers()
+        wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n" if self.chunked else data)
+        wfile.flush()
+
+    def _send_headers(self) -> None:
+        assert self.status is not None
+        handler = self.handler
+        code, _, reason = self.status.partition(" ")
+        handler.send_response(int(code), reason)
+        known_length = False
+        for key, value in self.headers:
+            known_length = known_length or key.lower() == "content-length"
+            handler.send_header(key, value)
+        bodiless = code in ("204", "304") or handler.command == "HEAD"
+        if not known_length and not bodiless:
+            if handler.request_version == "HTTP/1.1":
+                self.chunked = True
+                handler.send_header("Transfer-Encoding", "chunked")
+            else:
+                handler.close_connection = True  # the end of the body is the end of the connection
+                handler.send_header("Connection", "close")
+        handler.end_headers()
+        self.sent = True
+
+    def run(self, app: Callable[[Environ, StartResponse], Iterable[bytes]]) -> None:
+        handler = self.handler
         try:
-            status, headers = started
-            code, _, reason = status.partition(" ")
-            self.send_response(int(code), reason)
-            known_length = any(k.lower() == "content-length" for k, _ in headers)
-            for key, value in headers:
-                self.send_header(key, value)
-            if not known_length:
-                self.send_header("Transfer-Encoding", "chunked")
-            self.end_headers()
-            for chunk in result:
-                if not chunk:
-                    continue
-                if known_length:
-                    self.wfile.write(chunk)
-                else:
-                    self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
-                self.wfile.flush()
-            if not known_length:
-                self.wfile.write(b"0\r\n\r\n")
-                self.wfile.flush()
+            result = app(self.environ, self.start_response)
+            try:
+                for data in result:
+                    self.write(data)
+                if not self.sent:
+                    if self.status is None:
+                        raise AssertionError("the app returned without calling start_response()")
+                    self._send_headers()
+                if self.chunked:
+                    handler.wfile.write(b"0\r\n\r\n")
+                handler.wfile.flush()
+            finally:
+                close = getattr(result, "close", None)
+                if close is not None:
+                    close()
         except OSError:
-            self.close_connection = True
-        finally:
-            close = getattr(result, "close", None)
-            if close is not None:
-                close()
+            handler.close_connection = True  # the client went away
+        except Exception:
+            log.exception("the WSGI app failed on %s %s", self.environ["REQUEST_METHOD"], self.environ["PATH_INFO"])
+            if self.sent:
+                handler.close_connection = True  # too late for a status: cut the response short
+                return
+            body = b"internal server error"
+            with contextlib.suppress(OSError):
+                handler.send_response(500, "Internal Server Error")
+                handler.send_header("Content-Type", "text/plain")
+                handler.send_header("Content-Length", str(len(body)))
+                handler.end_headers()
+                handler.wfile.write(body)
+                handler.wfile.flush()
 
 
 class _ThreadedServer(HTTPServer):

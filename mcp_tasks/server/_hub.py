@@ -1,14 +1,20 @@
-"""The listen hub: open ``subscriptions/listen`` streams and the notifications pushed to them."""
+"""The listen hub: open ``subscriptions/listen`` streams and the notifications pushed to them.
+
+Publishing only queues: each stream has an outbox, sent by the thread serving that stream's
+``subscriptions/listen`` request (`Listener.pump`). So no lock is held while a notification is
+sent, and one stream whose client stopped reading stalls nobody but itself.
+"""
 
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 from typing import Any
 
 from mcp_tasks._errors import McpError
+from mcp_tasks._exchange import Exchange
 from mcp_tasks._wire import META_SUBSCRIPTION_ID, notification
-from mcp_tasks.server._exchange import Exchange
 
 __all__ = ["Hub", "Listener"]
 
@@ -25,22 +31,48 @@ class Listener:
         self.task_ids = frozenset(accepted.get("taskIds", ()))
         self.ended = threading.Event()
         self.error: McpError | None = None
+        self._outbox: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
 
     def end(self, error: McpError | None = None) -> None:
         """End the stream: with its closing response, or with `error` as the response."""
         if not self.ended.is_set():
             self.error = error
             self.ended.set()
+            self._outbox.put(None)  # wakes `pump`
 
     def send(self, method: str, params: dict[str, Any]) -> None:
-        """Send one notification tagged with this stream's subscriptionId."""
+        """Queue one notification tagged with this stream's subscriptionId (never blocks)."""
         meta = dict(params.get("_meta") or {})
         meta[META_SUBSCRIPTION_ID] = self.id
-        try:
-            self.exchange.notify(notification(method, {**params, "_meta": meta}))
-        except Exception as exc:  # the client is gone: end the stream
-            log.debug("listen stream ended while sending: %r", exc)
-            self.end()
+        if not self.ended.is_set():
+            self._outbox.put(notification(method, {**params, "_meta": meta}))
+
+    def pump(self) -> None:
+        """Send the queued notifications, in order, until the stream ends (the serving thread).
+
+        What was queued before the end is still sent, unless the client went away.
+        """
+        while True:
+            message = self._outbox.get()
+            if message is None:
+                break
+            if self.exchange.cancelled.is_set():
+                continue
+            try:
+                self.exchange.notify(message)
+            except Exception as exc:  # the client is gone: end the stream
+                log.debug("listen stream ended while sending: %r", exc)
+                self.end()
+        while True:  # what arrived between the end and here goes too, before the closing response
+            try:
+                message = self._outbox.get_nowait()
+            except queue.Empty:
+                return
+            if message is not None and not self.exchange.cancelled.is_set():
+                try:
+                    self.exchange.notify(message)
+                except Exception:
+                    return
 
 
 class Hub:

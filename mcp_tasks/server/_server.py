@@ -24,7 +24,8 @@ from mcp_tasks._errors import (
     UNSUPPORTED_PROTOCOL_VERSION,
     McpError,
 )
-from mcp_tasks._input import kind_of
+from mcp_tasks._exchange import Exchange
+from mcp_tasks._input_kinds import kind_of
 from mcp_tasks._version import __version__
 from mcp_tasks._wire import (
     META_CLIENT_CAPABILITIES,
@@ -36,7 +37,6 @@ from mcp_tasks._wire import (
     declares_extension,
     valid_id,
 )
-from mcp_tasks.server._exchange import Exchange
 from mcp_tasks.server._hub import Hub
 from mcp_tasks.server._tasks import MAX_TASK_ID_BYTES, TaskRecord, TaskRuntime, check_task_id
 from mcp_tasks.server._tools import (
@@ -394,9 +394,9 @@ class Server:
         listener = self.hub.open(request_id, accepted, exchange)
         exchange.on_cancel(listener.end)
         if self._closed.is_set():
-            listener.ended.set()
+            listener.end()
         try:
-            listener.ended.wait()
+            listener.pump()
         finally:
             self.hub.close(listener)
         if exchange.cancelled.is_set():

@@ -13,9 +13,9 @@ import threading
 from typing import IO, Any
 
 from mcp_tasks._errors import PARSE_ERROR, McpError
+from mcp_tasks._exchange import Exchange
 from mcp_tasks._threads import join_all, start_thread
 from mcp_tasks._wire import dumps, loads, valid_id
-from mcp_tasks.server._exchange import Exchange
 from mcp_tasks.server._server import Server
 
 __all__ = ["serve_stdio"]
@@ -58,7 +58,7 @@ def serve_stdio(server: Server, stdin: IO[bytes] | None = None, stdout: IO[bytes
             continue
         try:
             message = loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested too deep: the server goes on
             send({"jsonrpc": "2.0", "id": None, "error": McpError(PARSE_ERROR, "Parse error").to_wire()})
             continue
         if isinstance(message, dict) and "id" in message and "method" in message and valid_id(message["id"]):

@@ -115,7 +115,8 @@ class TaskRecord:
             task.pop(key, None)
         return {"resultType": "task", **task}
 
-    # -- changing (each change is published while the lock is held, so in order) ---------------
+    # -- changing (each change is queued for the listeners while the lock is held, so in order;
+    #    the hub only queues, each stream's own thread sends) --------------------------------
 
     def _changed(self, message: str | None = None, *, keep_message: bool = False) -> None:
         if not keep_message:

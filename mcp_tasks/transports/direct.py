@@ -1,43 +1,114 @@
 """The direct transport: an in-process server, with every message still serialized to JSON and
 back, so what crosses is exactly what a wire would carry.
 
-A request without a timeout runs in the caller's thread. A request with one runs in a worker
-thread that the caller waits on, so a request that stalls is abandoned at its timeout: the server
-sees it cancelled, as it would on a real wire.
+A request without a timeout runs in the caller's thread. A request with one runs on one of the
+transport's long-lived workers while the caller waits with its deadline, so a request that stalls
+is abandoned at its deadline (the server sees it cancelled, as it would on a real wire) and no
+request costs a thread: a worker that finishes waits for the next one. The pool grows only while
+requests overlap (a stalled one keeps its worker), and keeps at most `MAX_IDLE` idle workers.
+Listen streams run on the same workers. Notifications the server sends on a request that is not a
+stream go to the client (`Transport.deliver`).
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
+import queue
 import threading
-from collections.abc import Mapping
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from mcp_tasks._clock import Deadline, wait_sliced
 from mcp_tasks._errors import RequestTimeout, TransportError
+from mcp_tasks._exchange import Exchange, ServesMessages
 from mcp_tasks._threads import join_all, start_thread
 from mcp_tasks._wire import dumps, loads, malformed
-from mcp_tasks.server._exchange import Exchange
 from mcp_tasks.transports._base import Message, QueueStream, Stream, Transport
 
-__all__ = ["DirectTransport", "ServesMessages"]
+__all__ = ["DirectTransport"]
 
 log = logging.getLogger("mcp_tasks")
 
 CLOSE_TIMEOUT = 5.0
-
-
-class ServesMessages(Protocol):
-    """What the direct transport needs of a server: one decoded message in, its response out."""
-
-    def handle(self, message: dict[str, Any], exchange: Exchange) -> dict[str, Any] | None:
-        """Handle one message; the response for a request, None for a notification."""
+MAX_IDLE = 8
+"""Idle workers kept for the next requests; one more that goes idle ends."""
 
 
 def _over_the_wire(message: Message) -> Message:
-    copied: Message = loads(dumps(message))
+    copied = loads(dumps(message))
+    if not isinstance(copied, dict):
+        raise TransportError(f"the server sent a {type(copied).__name__}, not a JSON object")
     return copied
+
+
+_Job = tuple[Callable[[], None], threading.Event]
+
+
+class _Workers:
+    """Long-lived threads that run jobs; a job takes an idle one, or starts one if none is idle."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._lock = threading.Lock()
+        self._idle: list[queue.SimpleQueue[_Job | None]] = []
+        self._threads: set[threading.Thread] = set()
+        self._numbers = itertools.count(1)
+        self._closed = False
+
+    def run(self, job: Callable[[], None], done: threading.Event) -> None:
+        """Run `job` on a worker, then set `done` (once the worker is ready for the next job, so
+        a caller that goes on at once finds it idle). TransportError once closed.
+        """
+        with self._lock:
+            if self._closed:
+                raise TransportError("the client is closed")
+            if self._idle:
+                self._idle.pop().put((job, done))
+                return
+            inbox: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+            inbox.put((job, done))
+            self._threads.add(start_thread(f"{self._name}-{next(self._numbers)}", lambda: self._work(inbox)))
+
+    def _work(self, inbox: queue.SimpleQueue[_Job | None]) -> None:
+        done: threading.Event | None = None
+        try:
+            while True:
+                item = inbox.get()
+                if item is None:
+                    return
+                job, done = item
+                try:
+                    job()
+                except BaseException:  # a job hands its own errors over; this is a last resort
+                    log.exception("a direct-transport job failed")
+                with self._lock:
+                    if self._closed or len(self._idle) >= MAX_IDLE:
+                        return
+                    self._idle.append(inbox)
+                done.set()
+                done = None
+        finally:
+            with self._lock:
+                self._threads.discard(threading.current_thread())
+            if done is not None:
+                done.set()
+
+    @property
+    def count(self) -> int:
+        """How many workers are alive (idle or busy)."""
+        with self._lock:
+            return len(self._threads)
+
+    def close(self, timeout: float) -> None:
+        """Stop the idle workers; busy ones stop after their job. Joins them all within `timeout`."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+            threads = list(self._threads)
+        for inbox in idle:
+            inbox.put(None)
+        join_all(threads, timeout)
 
 
 class DirectTransport(Transport):
@@ -49,8 +120,8 @@ class DirectTransport(Transport):
         self._server = server
         self._principal = principal
         self._lock = threading.Lock()
-        self._inflight: dict[threading.Thread, Exchange] = {}
-        self._numbers = itertools.count(1)
+        self._inflight: set[Exchange] = set()
+        self._workers = _Workers("direct")
         self._closed = False
 
     def _request(self, message: Message, deadline: Deadline, headers: Mapping[str, str] | None) -> Message:
@@ -58,27 +129,31 @@ class DirectTransport(Transport):
         self._check_open()
         timeout = deadline.step()
         wire = _over_the_wire(message)
-        exchange = Exchange(principal=self._principal)
+        exchange = Exchange(self._deliver_notification, self._principal)
         if timeout is None:
             return self._answer(self._server.handle(wire, exchange))
         outcome: dict[str, Any] = {}
         done = threading.Event()
 
-        def run() -> None:
+        def job() -> None:
             try:
                 outcome["response"] = self._server.handle(wire, exchange)
             except BaseException as exc:  # handed to the caller's thread
                 outcome["error"] = exc
             finally:
-                done.set()
                 with self._lock:
-                    self._inflight.pop(threading.current_thread(), None)
+                    self._inflight.discard(exchange)
 
         with self._lock:
             self._check_open()
-            thread = start_thread(f"direct-{next(self._numbers)}", run)
-            self._inflight[thread] = exchange
-        if not wait_sliced(done, timeout):
+            self._inflight.add(exchange)
+        try:
+            self._workers.run(job, done)
+        except TransportError:
+            with self._lock:
+                self._inflight.discard(exchange)
+            raise
+        if not wait_sliced(done, deadline.remaining()):
             exchange.cancel()
             raise RequestTimeout(deadline.timeout or timeout)
         if "error" in outcome:
@@ -91,19 +166,23 @@ class DirectTransport(Transport):
         self._server.handle(_over_the_wire(message), Exchange(principal=self._principal))
 
     def _open_stream(self, message: Message, deadline: Deadline) -> Stream:
-        """See `Transport.open_stream`. The server side runs in a worker thread until it ends."""
+        """See `Transport.open_stream`. The server side runs on a worker until it ends."""
         self._check_open()
         wire = _over_the_wire(message)
-        workers: list[threading.Thread] = []
+        finished = threading.Event()
 
         def on_close() -> None:
             exchange.cancel()
-            join_all(workers, CLOSE_TIMEOUT)
+            finished.wait(CLOSE_TIMEOUT)
 
         stream = QueueStream(on_close)
-        exchange = Exchange(lambda m: stream.feed(_over_the_wire(m)), self._principal)
 
-        def run() -> None:
+        def feed(notification: Message) -> None:
+            stream.feed(_over_the_wire(notification))
+
+        exchange = Exchange(feed, self._principal)
+
+        def job() -> None:
             try:
                 response = self._server.handle(wire, exchange)
                 if response is not None:
@@ -113,25 +192,43 @@ class DirectTransport(Transport):
                 stream.end(TransportError(f"the server failed while serving the stream: {exc!r}"))
             finally:
                 with self._lock:
-                    self._inflight.pop(threading.current_thread(), None)
+                    self._inflight.discard(exchange)
 
         with self._lock:
             self._check_open()
-            thread = start_thread(f"direct-listen-{next(self._numbers)}", run)
-            self._inflight[thread] = exchange
-            workers.append(thread)
+            self._inflight.add(exchange)
+        try:
+            self._workers.run(job, finished)
+        except TransportError:
+            with self._lock:
+                self._inflight.discard(exchange)
+            raise
         return stream
 
     def close(self) -> None:
-        """Cancel what is still running on the server for this client and join its threads."""
+        """Cancel what is still running on the server for this client and join the workers."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-            inflight = dict(self._inflight)
-        for exchange in inflight.values():
+            inflight = list(self._inflight)
+        for exchange in inflight:
             exchange.cancel()
-        join_all(list(inflight), CLOSE_TIMEOUT)
+        self._workers.close(CLOSE_TIMEOUT)
+
+    @property
+    def workers(self) -> int:
+        """How many worker threads the transport has (for tests and benchmarks)."""
+        return self._workers.count
+
+    def _deliver_notification(self, message: Message) -> None:
+        """A notification the server sent on a plain request: the client's, like any unsolicited one."""
+        try:
+            carried = _over_the_wire(message)
+        except ValueError as exc:  # no wire could carry it: it never reaches the client
+            log.debug("dropped a server notification no wire can carry: %s", exc)
+            return
+        self.deliver(carried)
 
     def _answer(self, response: Message | None) -> Message:
         if response is None:

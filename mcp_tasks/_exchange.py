@@ -1,14 +1,16 @@
-"""One request as the server sees it: who sent it, where its notifications go, whether it was
-cancelled. Each serving transport (direct, stdio, HTTP) makes one per request.
+"""Where a server meets what carries its messages: one request as the server sees it (`Exchange`:
+who sent it, where its notifications go, whether it was cancelled) and what a server must offer to
+be served (`ServesMessages`). Neutral ground: the reference server and the direct transport both
+use it, and neither imports the other.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
-__all__ = ["Exchange"]
+__all__ = ["Exchange", "ServesMessages"]
 
 
 class Exchange:
@@ -55,3 +57,10 @@ class Exchange:
                 self._callbacks.append(callback)
                 return
         callback()
+
+
+class ServesMessages(Protocol):
+    """What a transport needs of a server object: one decoded message in, its response out."""
+
+    def handle(self, message: dict[str, Any], exchange: Exchange) -> dict[str, Any] | None:
+        """Handle one message; the response for a request, None for a notification."""

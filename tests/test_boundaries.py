@@ -1,0 +1,111 @@
+"""The import rules between the package's parts, read from the source (ast), so they cannot
+quietly regress: transports know nothing of the reference server, and the server knows nothing of
+the client. The rules hold for every import, direct or through other modules of the package.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+PACKAGE = ROOT / "mcp_tasks"
+
+CLIENT_MODULES = frozenset(
+    {
+        "mcp_tasks",  # the package's __init__ is the client's public face
+        "mcp_tasks._client",
+        "mcp_tasks._input",
+        "mcp_tasks._tasks",
+        "mcp_tasks._wait",
+        "mcp_tasks._subscription",
+        "mcp_tasks.transports",
+    }
+)
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports_of(path: Path) -> set[str]:
+    """Every mcp_tasks module `path` imports (TYPE_CHECKING imports included)."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                module = node.module or ""
+            found.add(module)
+            # `from mcp_tasks.server import _http` imports a module, not a name.
+            found.update(f"{module}.{alias.name}" for alias in node.names if f"{module}.{alias.name}" in MODULES)
+    return {m for m in found if m == "mcp_tasks" or m.startswith("mcp_tasks.")}
+
+
+MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+GRAPH = {name: imports_of(path) for name, path in MODULES.items()}
+
+
+def reachable(start: str) -> dict[str, str]:
+    """Every module `start` imports, directly or not, each with the module that imports it."""
+    seen: dict[str, str] = {}
+    todo = [start]
+    while todo:
+        current = todo.pop()
+        for target in GRAPH.get(current, ()):
+            # Importing mcp_tasks.a.b runs mcp_tasks.a's __init__ too. The root package's
+            # __init__ runs for every import (Python's rule, not ours); only naming it counts,
+            # and the direct check catches that.
+            parts = target.split(".")
+            for i in range(1 if target == "mcp_tasks" else 2, len(parts) + 1):
+                prefix = ".".join(parts[:i])
+                if prefix in MODULES and prefix not in seen and prefix != start:
+                    seen[prefix] = current
+                    todo.append(prefix)
+    return seen
+
+
+def chain(start: str, target: str, via: dict[str, str]) -> str:
+    path = [target]
+    while path[-1] in via and path[-1] != start:
+        path.append(via[path[-1]])
+    return " <- ".join(path)
+
+
+TRANSPORTS = sorted(n for n in MODULES if n.startswith("mcp_tasks.transports"))
+SERVER = sorted(n for n in MODULES if n.startswith("mcp_tasks.server"))
+
+
+def test_the_rules_see_the_modules() -> None:
+    assert "mcp_tasks.transports.direct" in TRANSPORTS and "mcp_tasks.server._server" in SERVER
+    assert "mcp_tasks._exchange" in GRAPH["mcp_tasks.transports.direct"]
+    assert "mcp_tasks._input_kinds" in GRAPH["mcp_tasks.server._server"]
+
+
+@pytest.mark.parametrize("module", TRANSPORTS)
+def test_a_transport_does_not_import_the_reference_server(module: str) -> None:
+    via = reachable(module)
+    bad = [chain(module, m, via) for m in via if m.startswith("mcp_tasks.server")]
+    assert bad == []
+
+
+@pytest.mark.parametrize("module", SERVER)
+def test_the_server_does_not_import_the_client(module: str) -> None:
+    direct = GRAPH[module] & CLIENT_MODULES
+    assert direct == set(), f"{module} imports {sorted(direct)}"
+    via = reachable(module)
+    bad = [chain(module, m, via) for m in via if m in CLIENT_MODULES]
+    bad += [chain(module, m, via) for m in via if m.startswith("mcp_tasks.transports")]
+    assert bad == []
