@@ -26,6 +26,7 @@ from mcp_tasks._errors import (
     TransportError,
 )
 from mcp_tasks._input import InputHandlers, InputStrategy
+from mcp_tasks._retry import Retry
 from mcp_tasks._status import Status, TaskState
 from mcp_tasks._subscription import Closed, Dropped, Notification, Subscription
 from mcp_tasks._tasks import (
@@ -53,6 +54,7 @@ __all__ = [
     "McpError",
     "Notification",
     "RequestTimeout",
+    "Retry",
     "Status",
     "Subscription",
     "TaskCancelled",

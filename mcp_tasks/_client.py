@@ -19,12 +19,12 @@ from mcp_tasks._errors import (
     CONNECTION_CLOSED,
     HEADER_MISMATCH,
     INVALID_PARAMS,
+    METHOD_NOT_FOUND,
     UNSUPPORTED_PROTOCOL_VERSION,
     McpError,
-    RequestTimeout,
-    TransportError,
 )
 from mcp_tasks._input import InputHandlers, NoHandler, answer_all
+from mcp_tasks._retry import Retry
 from mcp_tasks._subscription import Subscription, check_buffer_options
 from mcp_tasks._version import __version__
 from mcp_tasks._wire import (
@@ -41,16 +41,20 @@ from mcp_tasks._wire import (
     param_headers,
     request,
 )
-from mcp_tasks.transports._base import Stream, Transport
+from mcp_tasks.transports._base import Transport
 
 if TYPE_CHECKING:
     import os
+
+    import requests
+    from requests.auth import AuthBase
 
     from mcp_tasks.transports.direct import ServesMessages
 
 __all__ = ["UNSET", "Client"]
 
 log = logging.getLogger("mcp_tasks")
+server_log = logging.getLogger("mcp_tasks.server")
 
 
 class _Unset:
@@ -74,6 +78,7 @@ UNSET: Any = _Unset()
 """Stands for an option left out (the client's default applies), where None means "no limit"."""
 
 DEFAULT_TIMEOUT = 30.0
+DEFAULT_RETRY = Retry()
 DEFAULT_MAX_INPUT_ROUNDS = 10
 MAX_PAGES = 1000
 STATE_ONLY_PACE = 0.25
@@ -96,6 +101,7 @@ class Client:
         timeout: float | None = DEFAULT_TIMEOUT,
         client_info: Mapping[str, Any] | None = None,
         max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
+        retries: Retry | int = DEFAULT_RETRY,
     ) -> None:
         if not isinstance(transport, Transport):
             raise TypeError(f"transport must be a Transport, got {type(transport).__name__}")
@@ -123,17 +129,38 @@ class Client:
         self._discovered: dict[str, Any] | None = None
         self._tool_headers: dict[str, dict[str, str] | None] = {}
         self._closed = False
+        self._retry = Retry.of(retries)
+        transport.attach(receiver=self._receive, retry=self._retry)
 
     # -- construction -------------------------------------------------------------------------
 
     @classmethod
-    def direct(cls, server: ServesMessages, *, principal: str | None = None, **opts: Any) -> Client:
+    def direct(
+        cls,
+        server: ServesMessages,
+        *,
+        principal: str | None = None,
+        client_capabilities: Mapping[str, Any] | None = None,
+        input_handlers: InputHandlers | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        client_info: Mapping[str, Any] | None = None,
+        max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
+        retries: Retry | int = DEFAULT_RETRY,
+    ) -> Client:
         """A client of a server object in this process (the reference server, or any object with
         ``handle(message, exchange)``). `principal` names the caller to the server.
         """
         from mcp_tasks.transports.direct import DirectTransport
 
-        return cls(DirectTransport(server, principal=principal), **opts)
+        return cls(
+            DirectTransport(server, principal=principal),
+            client_capabilities=client_capabilities,
+            input_handlers=input_handlers,
+            timeout=timeout,
+            client_info=client_info,
+            max_input_rounds=max_input_rounds,
+            retries=retries,
+        )
 
     @classmethod
     def stdio(
@@ -144,43 +171,128 @@ class Client:
         env: Mapping[str, str] | None = None,
         cwd: str | os.PathLike[str] | None = None,
         stderr: IO[Any] | int | None = None,
-        **opts: Any,
+        client_capabilities: Mapping[str, Any] | None = None,
+        input_handlers: InputHandlers | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        client_info: Mapping[str, Any] | None = None,
+        max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
+        retries: Retry | int = DEFAULT_RETRY,
     ) -> Client:
         """A client of a server subprocess over stdio. Its stderr is logged at debug (logger
         ``mcp_tasks.server_stderr``) unless `stderr` names a file to write it to.
         """
         from mcp_tasks.transports.stdio import StdioTransport
 
-        return cls(StdioTransport(command, args, env=env, cwd=cwd, stderr=stderr), **opts)
+        return cls(
+            StdioTransport(command, args, env=env, cwd=cwd, stderr=stderr),
+            client_capabilities=client_capabilities,
+            input_handlers=input_handlers,
+            timeout=timeout,
+            client_info=client_info,
+            max_input_rounds=max_input_rounds,
+            retries=retries,
+        )
 
     @classmethod
-    def connect(cls, target: Any, **opts: Any) -> Client:
-        """A client for `target`: ``("stdio", command, args)``, ``("http", url)``, an http(s) URL
-        string, or a server object (direct).
+    def http(
+        cls,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        auth: AuthBase | tuple[str, str] | None = None,
+        session: requests.Session | None = None,
+        verify: bool | str | None = None,
+        cert: str | tuple[str, str] | None = None,
+        proxies: Mapping[str, str] | None = None,
+        pool_size: int | None = None,
+        client_capabilities: Mapping[str, Any] | None = None,
+        input_handlers: InputHandlers | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        client_info: Mapping[str, Any] | None = None,
+        max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
+        retries: Retry | int = DEFAULT_RETRY,
+    ) -> Client:
+        """A client of a Streamable HTTP server (see `mcp_tasks.transports.http.HttpTransport`).
+
+        `verify`, `cert` and `proxies` left as None keep the session's own settings (and, for a
+        session this client makes, requests' defaults: TLS verification on). `pool_size` None
+        sizes the connection pool for the threads that share the client.
         """
-        if isinstance(target, str):
-            if target.startswith(("http://", "https://")):
-                return cls.http(target, **opts)
-            raise ValueError(f"a target string must be an http(s) URL, got {target!r}")
-        if isinstance(target, tuple) and target:
-            kind = target[0]
-            if kind == "stdio" and len(target) in (2, 3):
-                return cls.stdio(target[1], target[2] if len(target) == 3 else (), **opts)
-            if kind == "http" and len(target) == 2:
-                return cls.http(target[1], **opts)
-            raise ValueError(f"unknown target {target!r}: use ('stdio', command, args) or ('http', url)")
-        if callable(getattr(target, "handle", None)):
-            return cls.direct(target, **opts)
-        raise TypeError(f"cannot connect to {target!r}")
-
-    @classmethod
-    def http(cls, url: str, **opts: Any) -> Client:
-        """A client of a Streamable HTTP server (see `mcp_tasks.transports.http`)."""
         from mcp_tasks.transports.http import HttpTransport
 
-        transport_keys = ("headers", "auth", "session", "verify", "cert", "proxies", "pool_size")
-        transport_opts = {key: opts.pop(key) for key in transport_keys if key in opts}
-        return cls(HttpTransport(url, **transport_opts), **opts)
+        transport = HttpTransport(
+            url,
+            headers=headers,
+            auth=auth,
+            session=session,
+            verify=verify,
+            cert=cert,
+            proxies=proxies,
+            pool_size=pool_size,
+        )
+        return cls(
+            transport,
+            client_capabilities=client_capabilities,
+            input_handlers=input_handlers,
+            timeout=timeout,
+            client_info=client_info,
+            max_input_rounds=max_input_rounds,
+            retries=retries,
+        )
+
+    @classmethod
+    def connect(
+        cls,
+        target: str | tuple[str, ...] | tuple[str, str, Sequence[str]] | ServesMessages,
+        *,
+        headers: Mapping[str, str] | None = None,
+        auth: AuthBase | tuple[str, str] | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        client_capabilities: Mapping[str, Any] | None = None,
+        input_handlers: InputHandlers | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        client_info: Mapping[str, Any] | None = None,
+        max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
+        retries: Retry | int = DEFAULT_RETRY,
+    ) -> Client:
+        """A client for `target`: ``("stdio", command, args)``, ``("http", url)``, an http(s) URL
+        string, or a server object (direct). `headers` and `auth` apply to HTTP targets only,
+        `env` and `cwd` to stdio targets only.
+        """
+        common: dict[str, Any] = {
+            "client_capabilities": client_capabilities,
+            "input_handlers": input_handlers,
+            "timeout": timeout,
+            "client_info": client_info,
+            "max_input_rounds": max_input_rounds,
+            "retries": retries,
+        }
+        url: str | None = None
+        if isinstance(target, str):
+            if not target.startswith(("http://", "https://")):
+                raise ValueError(f"a target string must be an http(s) URL, got {target!r}")
+            url = target
+        elif isinstance(target, tuple) and target:
+            kind = target[0]
+            if kind == "http" and len(target) == 2 and isinstance(target[1], str):
+                url = target[1]
+            elif kind == "stdio" and len(target) in (2, 3):
+                if headers is not None or auth is not None:
+                    raise ValueError("headers and auth apply to HTTP targets only")
+                args: Any = target[2] if len(target) == 3 else ()
+                return cls.stdio(str(target[1]), args, env=env, cwd=cwd, **common)
+            else:
+                raise ValueError(f"unknown target {target!r}: use ('stdio', command, args) or ('http', url)")
+        if url is not None:
+            if env is not None or cwd is not None:
+                raise ValueError("env and cwd apply to stdio targets only")
+            return cls.http(url, headers=headers, auth=auth, **common)
+        if callable(getattr(target, "handle", None)):
+            if headers is not None or auth is not None or env is not None or cwd is not None:
+                raise ValueError("headers, auth, env and cwd do not apply to a server object")
+            return cls.direct(target, **common)  # type: ignore[arg-type]
+        raise TypeError(f"cannot connect to {target!r}")
 
     # -- what it declares ---------------------------------------------------------------------
 
@@ -230,12 +342,22 @@ class Client:
             raise TypeError(f"params must be a dict or None, got {type(params).__name__}")
         if meta is not None and not isinstance(meta, Mapping):
             raise TypeError(f"meta must be a dict or None, got {type(meta).__name__}")
-        limit = self._resolve_timeout(timeout)
+        return self._call(method, params, Deadline(self._resolve_timeout(timeout)), meta, answer_input)
+
+    def _call(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        deadline: Deadline,
+        meta: Mapping[str, Any] | None,
+        answer_input: bool = True,
+    ) -> dict[str, Any]:
+        """`request` under a deadline that the caller made (every input round shares it)."""
         base = dict(params or {})
         sent = base
         rounds = 0
         while True:
-            result, request_meta = self._exchange(method, sent, limit, meta)
+            result, request_meta = self._exchange(method, sent, deadline, meta)
             result_type = result.get("resultType", "complete")
             if result_type == "complete":
                 if method == "tools/list":
@@ -274,17 +396,20 @@ class Client:
         if arguments is not None and not isinstance(arguments, Mapping):
             raise TypeError(f"arguments must be a dict or None, got {type(arguments).__name__}")
         params = {"name": name, "arguments": dict(arguments or {})}
+        if meta is not None and not isinstance(meta, Mapping):
+            raise TypeError(f"meta must be a dict or None, got {type(meta).__name__}")
+        deadline = Deadline(self._resolve_timeout(timeout))
         try:
-            return self.request("tools/call", params, timeout=timeout, meta=meta, answer_input=answer_input)
+            return self._call("tools/call", params, deadline, meta, answer_input)
         except McpError as exc:
             # An HTTP server that wants Mcp-Param headers this client could not know: learn the
-            # tool's schema from tools/list and try once more.
+            # tool's schema from tools/list and try once more, all within the one deadline.
             if exc.code != HEADER_MISMATCH or name in self._tool_headers:
                 raise
-            self.list_tools(timeout=timeout)
+            self._list_tools(deadline, None)
             if not self._tool_headers.get(name):
                 raise
-        return self.request("tools/call", params, timeout=timeout, meta=meta, answer_input=answer_input)
+        return self._call("tools/call", params, deadline, meta, answer_input)
 
     def list_tools(
         self, *, timeout: float | None = UNSET, meta: Mapping[str, Any] | None = None
@@ -292,10 +417,15 @@ class Client:
         """Every tool the server lists (all pages), without those whose ``x-mcp-header``
         annotations a client must refuse (each left out with a warning).
         """
+        if meta is not None and not isinstance(meta, Mapping):
+            raise TypeError(f"meta must be a dict or None, got {type(meta).__name__}")
+        return self._list_tools(Deadline(self._resolve_timeout(timeout)), meta)
+
+    def _list_tools(self, deadline: Deadline, meta: Mapping[str, Any] | None) -> list[dict[str, Any]]:
         tools: list[dict[str, Any]] = []
         cursor: str | None = None
         for _ in range(MAX_PAGES):
-            page = self.request("tools/list", {"cursor": cursor} if cursor else None, timeout=timeout, meta=meta)
+            page = self._call("tools/list", {"cursor": cursor} if cursor else None, deadline, meta)
             listed = page.get("tools")
             if not isinstance(listed, list):
                 raise malformed("The tools/list result has no tools list", page)
@@ -342,20 +472,30 @@ class Client:
         if meta is not None and not isinstance(meta, Mapping):
             raise TypeError(f"meta must be a dict or None, got {type(meta).__name__}")
         check_buffer_options(max_buffer, overflow)
-        limit = self._resolve_timeout(timeout)
+        return self._listen(notifications, self._deadline(timeout), meta, max_buffer, overflow)
+
+    def _listen(
+        self,
+        notifications: Mapping[str, Any],
+        deadline: Deadline,
+        meta: Mapping[str, Any] | None,
+        max_buffer: int = 100,
+        overflow: Literal["drop_oldest", "drop_newest"] = "drop_oldest",
+    ) -> Subscription:
+        """`listen` under a deadline that the caller made."""
         listen_id = self._next_id()
         params = {"notifications": dict(notifications)}
         params["_meta"] = merge_meta(self._envelope, meta)
         message = request(listen_id, "subscriptions/listen", params)
         log.debug("-> subscriptions/listen #%s", listen_id)
-        deadline = Deadline(limit)
-        stream = self._transport.open_stream(message, limit)
+        stream = self._transport.open_stream(message, deadline)
+        subscription = Subscription(stream, listen_id, max_buffer=max_buffer, overflow=overflow)
         try:
-            accepted = self._await_acknowledgement(stream, listen_id, deadline, limit)
+            subscription.wait_acknowledged(deadline)
         except BaseException:
-            stream.close()
+            subscription.close()
             raise
-        return Subscription(stream, listen_id, accepted, max_buffer=max_buffer, overflow=overflow)
+        return subscription
 
     def close(self) -> None:
         """Close the connection. Idempotent."""
@@ -382,6 +522,10 @@ class Client:
         with self._ids_lock:
             return next(self._ids)
 
+    def _deadline(self, timeout: float | None = UNSET) -> Deadline:
+        """A deadline `timeout` seconds from now (the client's timeout when left out)."""
+        return Deadline(self._resolve_timeout(timeout))
+
     def _resolve_timeout(self, timeout: float | None) -> float | None:
         if timeout is UNSET:
             return self._timeout
@@ -391,7 +535,7 @@ class Client:
         self,
         method: str,
         params: dict[str, Any],
-        timeout: float | None,
+        deadline: Deadline,
         meta: Mapping[str, Any] | None,
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         own_meta = params.get("_meta")
@@ -407,7 +551,7 @@ class Client:
             message = request(request_id, method, {**params, "_meta": request_meta})
             log.debug("-> %s #%s", method, request_id)
             try:
-                return decode_response(self._transport.request(message, timeout, headers)), request_meta
+                return decode_response(self._transport.request(message, deadline, headers)), request_meta
             except McpError as exc:
                 if attempt == 2 or not self._may_retry_version(exc, request_meta):
                     raise
@@ -478,30 +622,18 @@ class Client:
             answered["requestState"] = state
         return answered
 
-    def _await_acknowledgement(
-        self,
-        stream: Stream,
-        listen_id: int,
-        deadline: Deadline,
-        limit: float | None,
-    ) -> dict[str, Any]:
-        while True:
-            try:
-                message = stream.read(deadline.remaining())
-            except TimeoutError:
-                assert limit is not None
-                raise RequestTimeout(limit, "The server did not acknowledge the subscription in time") from None
-            if message is None:
-                raise TransportError("The listen stream ended before the server acknowledged it")
-            if "method" not in message:
-                if message.get("id") == listen_id:
-                    decode_response(message)
-                    raise malformed("The server ended the subscription before acknowledging it", message)
-                continue
-            if message.get("method") == "notifications/subscriptions/acknowledged":
+    def _receive(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        """A message the server sent of its own accord (see `Transport.deliver`)."""
+        method = message.get("method")
+        if "id" not in message:
+            if method == "notifications/message":
                 params = message.get("params")
-                accepted = params.get("notifications") if isinstance(params, dict) else None
-                if not isinstance(accepted, dict):
-                    raise malformed("The acknowledgement has no notifications filter", message)
-                return accepted
-            log.debug("ignored %s before the acknowledgement", message.get("method"))
+                server_log.info("%s", params.get("data") if isinstance(params, dict) else params)
+            else:
+                log.debug("server notification %s", method)
+            return None
+        if method == "ping":
+            return {"jsonrpc": "2.0", "id": message["id"], "result": {}}
+        log.warning("the server sent a request (%s) this client does not serve; refusing it", method)
+        error = McpError(METHOD_NOT_FOUND, f"Method not found: {method}")
+        return {"jsonrpc": "2.0", "id": message["id"], "error": error.to_wire()}

@@ -8,21 +8,37 @@ import threading
 import time
 from typing import Final, TypeVar
 
-__all__ = ["SLICE", "Deadline", "check_duration", "check_timeout", "get_sliced", "wait_sliced"]
+from mcp_tasks._errors import RequestTimeout
+
+__all__ = ["MIN_STEP", "SLICE", "Deadline", "check_duration", "check_timeout", "get_sliced", "wait_sliced"]
 
 SLICE: Final = 0.25
 """The longest single block: a wait re-checks (and lets signals in) at least this often."""
+
+MIN_STEP: Final = 0.001
+"""Less time than this left is no time: a step is never given a zero or near-zero timeout."""
 
 T = TypeVar("T")
 
 
 class Deadline:
-    """A point on the monotonic clock, or none (`timeout=None` means wait for ever)."""
+    """A point on the monotonic clock, or none (`timeout=None` means wait for ever).
 
-    __slots__ = ("at",)
+    One public call makes one Deadline from its timeout and hands it down: every step of the call
+    (connecting, writing, reading, each input round, each retry) takes its time from it, so the
+    timeout is a total. `timeout` is the configured total, for error messages.
+    """
+
+    __slots__ = ("at", "timeout")
 
     def __init__(self, timeout: float | None) -> None:
+        self.timeout = timeout
         self.at = None if timeout is None else time.monotonic() + timeout
+
+    @classmethod
+    def never(cls) -> Deadline:
+        """A deadline that never passes."""
+        return cls(None)
 
     def remaining(self) -> float | None:
         """Seconds left (never negative), or None without a deadline."""
@@ -32,7 +48,7 @@ class Deadline:
 
     def expired(self) -> bool:
         """Whether the deadline has passed."""
-        return self.at is not None and time.monotonic() >= self.at
+        return self.at is not None and time.monotonic() >= self.at - MIN_STEP
 
     def bound(self, limit: float | None) -> float | None:
         """The time left, cut to `limit` when that is shorter (None means no bound)."""
@@ -40,6 +56,32 @@ class Deadline:
         if left is None:
             return limit
         return left if limit is None else min(left, limit)
+
+    def step(self, cap: float | None = None) -> float | None:
+        """The timeout for the next blocking step: the time left, cut to `cap`; None for no limit.
+
+        Never zero or negative: raises `RequestTimeout` when the time is up, so expiry is decided
+        before any I/O and no socket or validator ever sees a zero timeout.
+        """
+        left = self.bound(cap)
+        if left is None:
+            return None
+        if left < MIN_STEP:
+            raise RequestTimeout(self.timeout if self.timeout is not None else 0.0)
+        return left
+
+    def within(self, cap: float | None) -> Deadline:
+        """The earlier of this deadline and `cap` seconds from now (itself when `cap` is None)."""
+        if cap is None:
+            return self
+        inner = Deadline(cap)
+        if self.at is None or (inner.at is not None and inner.at < self.at):
+            return inner
+        return self
+
+    def __repr__(self) -> str:
+        left = self.remaining()
+        return "<Deadline never>" if left is None else f"<Deadline {left:.3f}s left of {self.timeout}s>"
 
 
 def check_timeout(name: str, value: object) -> float | None:

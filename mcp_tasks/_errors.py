@@ -128,10 +128,28 @@ class McpError(Exception):
 
 
 class TransportError(McpError, ConnectionError):
-    """The connection to the server failed: it exited, a socket closed, a stream was cut."""
+    """The connection to the server failed: it exited, a socket closed, a stream was cut.
 
-    def __init__(self, message: str, *, cause: Any = None, data: Any = None) -> None:
+    `retryable` says the failure is transient (a reset or refused connection, a dropped keep-alive
+    connection, HTTP 429/502/503/504); `sent` is False only when the request provably never
+    reached the server (the connection was refused), which makes even a non-idempotent request
+    safe to send again; `retry_after` is the server's ``Retry-After`` in seconds, if it gave one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        cause: Any = None,
+        data: Any = None,
+        retryable: bool = False,
+        sent: bool = True,
+        retry_after: float | None = None,
+    ) -> None:
         super().__init__(CONNECTION_CLOSED, message, data, "transport", cause)
+        self.retryable = retryable
+        self.sent = sent
+        self.retry_after = retry_after
 
 
 class RequestTimeout(McpError, TimeoutError):

@@ -16,10 +16,10 @@ from typing import Any, Literal, Union
 
 import attrs
 
-from mcp_tasks._clock import SLICE
-from mcp_tasks._errors import McpError, TransportError
+from mcp_tasks._clock import SLICE, Deadline
+from mcp_tasks._errors import McpError, RequestTimeout, TransportError
 from mcp_tasks._threads import join_all, start_thread
-from mcp_tasks._wire import decode_response
+from mcp_tasks._wire import decode_response, malformed
 from mcp_tasks.transports._base import Stream
 
 __all__ = ["Closed", "Dropped", "Event", "Notification", "Subscription"]
@@ -67,18 +67,18 @@ class Subscription:
         self,
         stream: Stream,
         subscription_id: int | str,
-        accepted: dict[str, Any],
         *,
         max_buffer: int = 100,
         overflow: Literal["drop_oldest", "drop_newest"] = "drop_oldest",
     ) -> None:
         check_buffer_options(max_buffer, overflow)
         self.id = subscription_id
-        self.accepted = accepted
+        self.accepted: dict[str, Any] = {}
         self._stream = stream
         self._max_buffer = max_buffer
         self._overflow = overflow
         self._cond = threading.Condition()
+        self._acknowledged = False
         self._events: collections.deque[Notification] = collections.deque()
         self._dropped = 0
         self._received = 0
@@ -87,6 +87,29 @@ class Subscription:
         self._stop = threading.Event()
         self._close_lock = threading.Lock()
         self._worker = start_thread(f"listen-{subscription_id}", self._run)
+
+    def wait_acknowledged(self, deadline: Deadline) -> dict[str, Any]:
+        """Block until the server acknowledges the subscription; returns the accepted filter.
+
+        Raises `RequestTimeout` when the deadline passes first, and the stream's error (or a
+        `TransportError`) when it ends before the acknowledgement.
+        """
+        with self._cond:
+            while not self._acknowledged:
+                if self._end is not None:
+                    error = self._end.error
+                    raise (
+                        error
+                        if error is not None
+                        else TransportError("The listen stream ended before the server acknowledged it")
+                    )
+                left = deadline.remaining()
+                if left is not None and left <= 0:
+                    raise RequestTimeout(
+                        deadline.timeout or 0.0, "The server did not acknowledge the subscription in time"
+                    )
+                self._cond.wait(SLICE if left is None else min(SLICE, left))
+            return self.accepted
 
     # -- the caller's side --------------------------------------------------------------------
 
@@ -182,9 +205,7 @@ class Subscription:
     def _pump(self) -> Closed:
         while not self._stop.is_set():
             try:
-                message = self._stream.read(SLICE)
-            except TimeoutError:
-                continue
+                message = self._stream.read()
             except McpError as exc:
                 return Closed(exc)
             if message is None:
@@ -199,7 +220,17 @@ class Subscription:
                     decode_response(message)
                 except McpError as exc:
                     return Closed(exc)
+                if not self._acknowledged:
+                    return Closed(malformed("The server ended the subscription before acknowledging it", message))
                 return Closed(None)
+            if not self._acknowledged:
+                if message.get("method") == "notifications/subscriptions/acknowledged":
+                    failure = self._acknowledge(message)
+                    if failure is not None:
+                        return Closed(failure)
+                else:
+                    log.debug("ignored %s before the acknowledgement", message.get("method"))
+                continue
             method = message["method"]
             params = message.get("params")
             params = params if isinstance(params, dict) else {}
@@ -210,6 +241,17 @@ class Subscription:
                 continue
             self._deliver(Notification(method, params))
         return Closed(None)
+
+    def _acknowledge(self, message: dict[str, Any]) -> McpError | None:
+        params = message.get("params")
+        accepted = params.get("notifications") if isinstance(params, dict) else None
+        if not isinstance(accepted, dict):
+            return malformed("The acknowledgement has no notifications filter", message)
+        with self._cond:
+            self.accepted = accepted
+            self._acknowledged = True
+            self._cond.notify_all()
+        return None
 
     def _deliver(self, event: Notification) -> None:
         with self._cond:

@@ -22,6 +22,7 @@ from mcp_tasks._wire import META_CLIENT_CAPABILITIES, TASKS_EXTENSION, merge_met
 
 if TYPE_CHECKING:
     from mcp_tasks._client import Client
+    from mcp_tasks._clock import Deadline
 
 __all__ = [
     "call_tool",
@@ -123,12 +124,12 @@ def get_task(
     meta: Mapping[str, Any] | None = None,
 ) -> Status:
     """Read a task's status with ``tasks/get`` (an unknown task is -32602 from the server)."""
-    return send_get(client, task_id_of(task), timeout, declaration(client, meta))
+    return send_get(client, task_id_of(task), client._deadline(timeout), declaration(client, meta))
 
 
-def send_get(client: Client, task_id: str, timeout: float | None, declared: Mapping[str, Any]) -> Status:
+def send_get(client: Client, task_id: str, deadline: Deadline, declared: Mapping[str, Any]) -> Status:
     """``tasks/get`` with a declaration made beforehand (a wait builds it once, not per poll)."""
-    result = client.request("tasks/get", {"taskId": task_id}, timeout=timeout, meta=declared, answer_input=False)
+    result = client._call("tasks/get", {"taskId": task_id}, deadline, declared, answer_input=False)
     return decode_task(result, task_id)
 
 
@@ -146,15 +147,15 @@ def update_task(
     task_id = task_id_of(task)
     if not isinstance(responses, Mapping):
         raise TypeError(f"responses must be a dict, got {type(responses).__name__}")
-    send_update(client, task_id, responses, timeout, declaration(client, meta))
+    send_update(client, task_id, responses, client._deadline(timeout), declaration(client, meta))
 
 
 def send_update(
-    client: Client, task_id: str, responses: Mapping[str, Any], timeout: float | None, declared: Mapping[str, Any]
+    client: Client, task_id: str, responses: Mapping[str, Any], deadline: Deadline, declared: Mapping[str, Any]
 ) -> None:
     """``tasks/update`` with a declaration made beforehand."""
     params = {"taskId": task_id, "inputResponses": dict(responses)}
-    result = client.request("tasks/update", params, timeout=timeout, meta=declared, answer_input=False)
+    result = client._call("tasks/update", params, deadline, declared, answer_input=False)
     if result.get("resultType") == "input_required":
         raise invalid_task(result)
 

@@ -126,9 +126,7 @@ class _Wait:
     # -- listening ----------------------------------------------------------------------------
 
     def _listen(self) -> Status:
-        subscription = self._bounded(
-            lambda limit: self.client.listen({"taskIds": [self.task_id]}, timeout=limit, meta=self.meta)
-        )
+        subscription = self._bounded(lambda step: self.client._listen({"taskIds": [self.task_id]}, step, self.meta))
         try:
             accepted = subscription.accepted.get("taskIds")
             if not isinstance(accepted, list) or self.task_id not in accepted:
@@ -189,7 +187,7 @@ class _Wait:
             if not isinstance(responses, Mapping):
                 raise input_failure(None, ("invalid_return", responses), status.with_input_requests(pending))
             if responses:
-                self._bounded(lambda limit: send_update(self.client, self.task_id, responses, limit, self.meta))
+                self._bounded(lambda step: send_update(self.client, self.task_id, responses, step, self.meta))
                 self.answered.update(responses)
                 self.just_answered = True
             return None
@@ -208,16 +206,14 @@ class _Wait:
     # -- requests bounded by the deadline -----------------------------------------------------
 
     def _get(self) -> Status:
-        status: Status = self._bounded(lambda limit: send_get(self.client, self.task_id, limit, self.meta))
+        status: Status = self._bounded(lambda step: send_get(self.client, self.task_id, step, self.meta))
         return status
 
-    def _bounded(self, send: Callable[[float | None], Any]) -> Any:
-        left = self.deadline.remaining()
-        if left is not None and left <= 0:
+    def _bounded(self, send: Callable[[Deadline], Any]) -> Any:
+        if self.deadline.expired():
             raise self._timed_out()
-        limit = self.deadline.bound(self.request_limit)
         try:
-            return send(limit)
+            return send(self.deadline.within(self.request_limit))
         except McpError as exc:
             if exc.code == REQUEST_TIMEOUT and exc.kind == "transport" and self.deadline.expired():
                 raise self._timed_out() from exc

@@ -15,6 +15,7 @@ from mcp_tasks._errors import CONNECTION_CLOSED, McpError
 
 __all__ = [
     "EXTENSION_RESULT_TYPES",
+    "IDEMPOTENT_METHODS",
     "META_CLIENT_CAPABILITIES",
     "META_CLIENT_INFO",
     "META_PROTOCOL_VERSION",
@@ -65,6 +66,25 @@ NAME_PARAMS: Mapping[str, str] = {
 EXTENSION_RESULT_TYPES: Mapping[str, tuple[str, frozenset[str]]] = {
     "task": (TASKS_EXTENSION, frozenset({"tools/call"})),
 }
+
+# Requests that change nothing on the server when sent twice: safe to retry after any transient
+# failure. Anything else (tools/call, tasks/update) is re-sent only when it never left the client.
+IDEMPOTENT_METHODS: frozenset[str] = frozenset(
+    {
+        "ping",
+        "server/discover",
+        "initialize",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "tasks/get",
+        "tasks/list",
+        "tasks/result",
+        "tasks/cancel",
+        "subscriptions/listen",
+    }
+)
 
 _BASE64_PREFIX = "=?base64?"
 _BASE64_SUFFIX = "?="

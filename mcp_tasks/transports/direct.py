@@ -14,7 +14,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from mcp_tasks._clock import wait_sliced
+from mcp_tasks._clock import Deadline, wait_sliced
 from mcp_tasks._errors import RequestTimeout, TransportError
 from mcp_tasks._threads import join_all, start_thread
 from mcp_tasks._wire import dumps, loads
@@ -53,9 +53,10 @@ class DirectTransport(Transport):
         self._numbers = itertools.count(1)
         self._closed = False
 
-    def request(self, message: Message, timeout: float | None, headers: Mapping[str, str] | None = None) -> Message:
+    def _request(self, message: Message, deadline: Deadline, headers: Mapping[str, str] | None) -> Message:
         """See `Transport.request`."""
         self._check_open()
+        timeout = deadline.step()
         wire = _over_the_wire(message)
         exchange = Exchange(principal=self._principal)
         if timeout is None:
@@ -79,17 +80,17 @@ class DirectTransport(Transport):
             self._inflight[thread] = exchange
         if not wait_sliced(done, timeout):
             exchange.cancel()
-            raise RequestTimeout(timeout)
+            raise RequestTimeout(deadline.timeout or timeout)
         if "error" in outcome:
             raise outcome["error"]
         return self._answer(outcome["response"])
 
-    def notify(self, message: Message) -> None:
+    def notify(self, message: Message, deadline: Deadline | None = None) -> None:
         """See `Transport.notify`."""
         self._check_open()
         self._server.handle(_over_the_wire(message), Exchange(principal=self._principal))
 
-    def open_stream(self, message: Message, timeout: float | None) -> Stream:
+    def _open_stream(self, message: Message, deadline: Deadline) -> Stream:
         """See `Transport.open_stream`. The server side runs in a worker thread until it ends."""
         self._check_open()
         wire = _over_the_wire(message)

@@ -70,17 +70,17 @@ class HttpTransport(Transport):
         headers: Mapping[str, str] | None = None,
         auth: AuthBase | tuple[str, str] | None = None,
         session: requests.Session | None = None,
-        verify: bool | str = True,
+        verify: bool | str | None = None,
         cert: str | tuple[str, str] | None = None,
         proxies: Mapping[str, str] | None = None,
-        pool_size: int = DEFAULT_POOL_SIZE,
+        pool_size: int | None = None,
     ) -> None:
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ValueError(f"url must be an http(s) URL, got {url!r}")
         self._own_session = session is None
         if session is None:
             session = requests.Session()
-            adapter = HTTPAdapter(pool_connections=1, pool_maxsize=pool_size)
+            adapter = HTTPAdapter(pool_connections=1, pool_maxsize=pool_size or DEFAULT_POOL_SIZE)
             session.mount("http://", adapter)
             session.mount("https://", adapter)
         self._session = session
@@ -119,9 +119,9 @@ class HttpTransport(Transport):
 
     # -- Transport ----------------------------------------------------------------------------
 
-    def request(self, message: Message, timeout: float | None, headers: Mapping[str, str] | None = None) -> Message:
+    def _request(self, message: Message, deadline: Deadline, headers: Mapping[str, str] | None) -> Message:
         """See `Transport.request`."""
-        deadline = Deadline(timeout)
+        timeout = deadline.step()
         raw = self._send(message, timeout, extra=headers)
         try:
             if raw.status == 202:
@@ -130,22 +130,22 @@ class HttpTransport(Transport):
                 return self._answer_from_stream(raw, message["id"], deadline)
             return _json_message(raw, _read_body(raw, timeout))
         except TimeoutError as exc:
-            assert timeout is not None
-            raise RequestTimeout(timeout) from exc
+            raise RequestTimeout(deadline.timeout or 0.0) from exc
         finally:
             _finish(raw)
 
-    def notify(self, message: Message) -> None:
+    def notify(self, message: Message, deadline: Deadline | None = None) -> None:
         """See `Transport.notify`. The server answers 202 with no body."""
-        raw = self._send(message, NOTIFY_TIMEOUT)
+        raw = self._send(message, NOTIFY_TIMEOUT if deadline is None else deadline.step(NOTIFY_TIMEOUT))
         try:
             if raw.status >= 400:
                 raise _http_error(raw, _read_body(raw, NOTIFY_TIMEOUT))
         finally:
             _finish(raw)
 
-    def open_stream(self, message: Message, timeout: float | None) -> Stream:
+    def _open_stream(self, message: Message, deadline: Deadline) -> Stream:
         """See `Transport.open_stream`: the POST's response is the stream (SSE), or one error."""
+        timeout = deadline.step()
         raw = self._send(message, timeout, listen=True)
         if not _is_event_stream(raw):
             try:
@@ -286,12 +286,12 @@ class HttpStream(Stream):
         self._on_close = on_close
         self._sock = _socket_of(raw)
 
-    def read(self, timeout: float | None) -> Message | None:
+    def read(self) -> Message | None:
         """See `Stream.read`."""
         while not self._ready:
             if self._ended or self._closed.is_set():
                 return None
-            _set_timeout(self._sock, timeout)
+            _set_timeout(self._sock, None)
             try:
                 chunk = _read_chunk(self._raw)
             except Exception as exc:
@@ -333,7 +333,8 @@ class _SingleMessage(Stream):
     def __init__(self, message: Message) -> None:
         self._message: Message | None = message
 
-    def read(self, timeout: float | None) -> Message | None:
+    def read(self) -> Message | None:
+        """See `Stream.read`."""
         message, self._message = self._message, None
         return message
 

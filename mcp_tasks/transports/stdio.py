@@ -15,8 +15,8 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
-from mcp_tasks._clock import wait_sliced
-from mcp_tasks._errors import METHOD_NOT_FOUND, McpError, RequestTimeout, TransportError
+from mcp_tasks._clock import Deadline, wait_sliced
+from mcp_tasks._errors import McpError, RequestTimeout, TransportError
 from mcp_tasks._threads import join_all, start_thread
 from mcp_tasks._wire import dumps, loads, notification, subscription_id, valid_id
 from mcp_tasks.transports._base import Message, QueueStream, Stream, Transport
@@ -78,9 +78,10 @@ class StdioTransport(Transport):
 
     # -- the client's side -------------------------------------------------------------------
 
-    def request(self, message: Message, timeout: float | None, headers: Mapping[str, str] | None = None) -> Message:
+    def _request(self, message: Message, deadline: Deadline, headers: Mapping[str, str] | None) -> Message:
         """See `Transport.request`. A timed-out request is cancelled with notifications/cancelled."""
         key = message["id"]
+        deadline.step()
         pending = _Pending()
         with self._lock:
             self._raise_if_failed()
@@ -91,25 +92,24 @@ class StdioTransport(Transport):
             with self._lock:
                 self._pending.pop(key, None)
             raise
-        if not wait_sliced(pending.done, timeout):
+        if not wait_sliced(pending.done, deadline.remaining()):
             with self._lock:
                 self._pending.pop(key, None)
             if not pending.done.is_set():
                 self._cancel(key, "the request timed out")
-                assert timeout is not None
-                raise RequestTimeout(timeout)
+                raise RequestTimeout(deadline.timeout or 0.0)
         if pending.error is not None:
             raise pending.error
         assert pending.response is not None
         return pending.response
 
-    def notify(self, message: Message) -> None:
+    def notify(self, message: Message, deadline: Deadline | None = None) -> None:
         """See `Transport.notify`."""
         with self._lock:
             self._raise_if_failed()
         self._write(message)
 
-    def open_stream(self, message: Message, timeout: float | None) -> Stream:
+    def _open_stream(self, message: Message, deadline: Deadline) -> Stream:
         """See `Transport.open_stream`. Closing it sends notifications/cancelled for its id."""
         key = message["id"]
 
@@ -228,7 +228,7 @@ class StdioTransport(Transport):
             return
         if "method" in message:
             if "id" in message:
-                self._refuse_server_request(message)
+                self._answer_server_request(message)
             else:
                 self._route_notification(message)
             return
@@ -264,14 +264,14 @@ class StdioTransport(Transport):
             if ending:
                 stream.end()
         else:
-            log.debug("server notification %s outside any stream", message.get("method"))
+            self.deliver(message)
 
-    def _refuse_server_request(self, message: Message) -> None:
-        method = message.get("method")
-        log.warning("the server sent a request (%s); this protocol has none, refusing it", method)
-        error = McpError(METHOD_NOT_FOUND, f"Method not found: {method}")
+    def _answer_server_request(self, message: Message) -> None:
+        response = self.deliver(message)
+        if response is None:
+            return
         try:
-            self._write({"jsonrpc": "2.0", "id": message["id"], "error": error.to_wire()})
+            self._write(response)
         except McpError:
             pass
 
