@@ -48,6 +48,8 @@ class LegacyPusher:
         if "id" not in message:
             return None
         method = message["method"]
+        if method == "server/discover":
+            return {"jsonrpc": "2.0", "id": message["id"], "result": {"supportedVersions": ["2026-07-28"]}}
         if method == "tasks/get":
             result = {"resultType": "complete", **self.TASK, "status": "working", "pollIntervalMs": 600000}
             return {"jsonrpc": "2.0", "id": message["id"], "result": result}
