@@ -658,6 +658,11 @@ class Client:
 
     # -- the era ------------------------------------------------------------------------------
 
+    def _connection_for(self, timeout: float | None = UNSET) -> Connection:
+        """The connection, negotiated (within `timeout`) if it was not yet: what the task helpers ask."""
+        self._connect(self._deadline(timeout))
+        return self._connection
+
     def _connect(self, deadline: Deadline) -> None:
         """Negotiate the era on first use (once, whichever thread comes first)."""
         self._connection.ensure(deadline, self._negotiate)

@@ -102,7 +102,7 @@ class Status:
             "era": era,
         }
         payload = _PAYLOAD.get(state)
-        if payload is not None and (payload in task or task.get("resultType") != "task"):
+        if payload is not None and era == "modern" and (payload in task or task.get("resultType") != "task"):
             fields[payload] = _check_payload(payload, task.get(payload))
         try:
             return _structure(fields)

@@ -89,8 +89,8 @@ class _Wait:
         if given is not None and given.terminal and given.detailed:
             self._notify(given)
             return given
-        if self.options.listen:
-            return self._listen()
+        if self.options.listen and not self.client._connection.legacy:
+            return self._listen()  # a legacy session pushes its status notifications unasked
         return self._poll(self._get())
 
     # -- polling ------------------------------------------------------------------------------

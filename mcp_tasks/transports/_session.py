@@ -55,8 +55,10 @@ class LegacySession:
 
     @property
     def active(self) -> bool:
-        """True once the handshake is done (until `end`)."""
-        return self.version is not None
+        """True from the ``initialize`` answer on (until `end`): requests carry the session's
+        headers, and none of the 2026-07-28 ones.
+        """
+        return self.version is not None or self.session_id is not None
 
     def headers(self, method: object) -> dict[str, str]:
         """The session's headers for one message (none for ``initialize`` itself)."""
