@@ -693,8 +693,13 @@ class Client:
         log.debug("-> initialize #%s offering %s", message["id"], offered)
         result = decode_response(self._transport.request(message, deadline))
         version = connection.initialized(result, offered)
-        self._transport.notify(notification("notifications/initialized"), deadline)
+        # The session's headers from here on, notifications/initialized included.
         self._transport.begin_session(version)
+        try:
+            self._transport.notify(notification("notifications/initialized"), deadline)
+        except McpError:
+            connection.reset()  # the next request starts the handshake again
+            raise
         log.debug("handshake done: %s, server %s", version, connection.server_info.get("name"))
 
     @staticmethod

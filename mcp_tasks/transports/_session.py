@@ -7,7 +7,9 @@ its own requests and notifications on POST answers (SSE) and on a separate GET s
 send input requests on only: `GetStream` keeps that stream open (reconnecting after a drop, with
 ``Last-Event-ID`` and the server's ``retry:`` delay) until the session ends, and ``DELETE`` ends
 it. A 404 on a request that carried the session id means the server expired the session:
-`SessionExpired` tells the client to set one up again.
+`SessionExpired` tells the client to set one up again. A POST answer (SSE) that ends before its
+response, after the server gave its events ids, is resumed (SEP-1699): `resume_answer` waits the
+server's ``retry:`` delay and GETs the stream again with ``Last-Event-ID``, within the call's deadline.
 """
 
 from __future__ import annotations
@@ -15,15 +17,17 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from mcp_tasks._errors import TransportError
+from mcp_tasks._clock import Deadline
+from mcp_tasks._errors import RequestTimeout, TransportError
 from mcp_tasks._threads import start_thread
 from mcp_tasks._wire import loads
-from mcp_tasks.transports._sse import SseDecoder
+from mcp_tasks.transports._sse import SseDecoder, SseEvent
 
-__all__ = ["GetStream", "LegacySession", "SessionExpired"]
+__all__ = ["GetStream", "LegacySession", "SessionExpired", "StreamMark", "resume_answer"]
 
 log = logging.getLogger("mcp_tasks")
 
@@ -32,6 +36,7 @@ VERSION_HEADER = "MCP-Protocol-Version"
 DEFAULT_RECONNECT = 1.0
 MAX_RECONNECT = 30.0
 MAX_FAILURES = 5
+MAX_RESUMES = 5
 
 
 class SessionExpired(TransportError):
@@ -212,15 +217,125 @@ class GetStream:
         return retry
 
     def _take(self, data: str) -> None:
-        try:
-            message = loads(data)
-        except ValueError:
-            log.warning("ignoring a GET stream event that is not JSON")
+        message = _parse(data)
+        if message is None:
             return
-        if not isinstance(message, dict):
-            log.warning("ignoring a GET stream event that is not a JSON object")
+        if "method" not in message:
+            # A response belongs on its request's own stream (or a resumption of it), never here.
+            log.warning("ignoring a response the server sent on the session's GET stream")
             return
         try:
             self._deliver(message)
         except Exception:
             log.exception("delivering a GET stream message failed")
+
+
+class StreamMark:
+    """How far an SSE answer got: the last event id the server gave, and its ``retry:`` delay."""
+
+    def __init__(self) -> None:
+        self.last_id: str | None = None
+        self.retry_ms: int | None = None
+
+    def see(self, event: SseEvent) -> None:
+        """Take one dispatched event's id and retry (priming events included)."""
+        if event.id is not None:
+            self.last_id = event.id
+        if event.retry is not None:
+            self.retry_ms = event.retry
+
+    @property
+    def delay(self) -> float:
+        """Seconds to wait before reconnecting: the server's ``retry:``, else the default."""
+        if self.retry_ms is None:
+            return DEFAULT_RECONNECT
+        return min(self.retry_ms / 1000, MAX_RECONNECT)
+
+
+def resume_answer(
+    open_get: OpenGet,
+    headers: dict[str, str],
+    request_id: object,
+    mark: StreamMark,
+    deadline: Deadline,
+    deliver: Deliver,
+) -> dict[str, Any]:
+    """The response to `request_id`, whose POST answer ended without it: after the server's
+    ``retry:`` delay, GET the stream again with ``Last-Event-ID`` and read on; the server's own
+    messages on it go to `deliver`. Every wait and read is within `deadline` (RequestTimeout).
+    """
+    for _ in range(MAX_RESUMES):
+        _sleep_within(deadline, mark.delay)
+        assert mark.last_id is not None
+        sent = {**headers, "Accept": "text/event-stream", "Last-Event-ID": mark.last_id}
+        log.debug("resuming the answer to #%s after event %s", request_id, mark.last_id)
+        try:
+            response = open_get(sent)
+        except Exception as exc:
+            raise TransportError(f"could not resume the SSE answer: {exc!r}", cause=exc) from exc
+        try:
+            if response.status != 200:
+                raise TransportError(
+                    f"the server answered the resumption GET with HTTP {response.status}",
+                    data={"status": response.status},
+                )
+            found = _read_for(response, request_id, mark, deadline, deliver)
+        finally:
+            response.close()
+        if found is not None:
+            return found
+        log.debug("the resumed stream ended without the response; resuming again")
+    raise TransportError(f"the SSE answer did not come back after {MAX_RESUMES} resumptions")
+
+
+def _sleep_within(deadline: Deadline, seconds: float) -> None:
+    """Sleep `seconds`, or until the deadline (then RequestTimeout)."""
+    end = time.monotonic() + seconds
+    while (left := end - time.monotonic()) > 0:
+        time.sleep(deadline.step(cap=left) or left)
+    if deadline.expired():
+        raise RequestTimeout(deadline.timeout or 0.0)
+
+
+def _read_for(
+    response: GetResponse, request_id: object, mark: StreamMark, deadline: Deadline, deliver: Deliver
+) -> dict[str, Any] | None:
+    """Read a resumed stream until the response to `request_id` (None if the stream ends first)."""
+    decoder = SseDecoder()
+    chunks = iter(response.chunks)
+    while True:
+        if response.sock is not None:
+            response.sock.settimeout(deadline.step())
+        try:
+            chunk = next(chunks, b"")
+        except Exception as exc:
+            if deadline.expired() or isinstance(exc, (TimeoutError, socket.timeout)) or "timed out" in str(exc):
+                raise RequestTimeout(deadline.timeout or 0.0) from exc
+            raise TransportError(f"the resumed SSE stream broke: {exc!r}", cause=exc) from exc
+        if not chunk:
+            return None
+        for event in decoder.feed(chunk):
+            mark.see(event)
+            if event.event != "message" or not event.data.strip():
+                continue
+            message = _parse(event.data)
+            if message is None:
+                continue
+            if "method" in message:
+                deliver(message)
+            elif message.get("id") == request_id:
+                return message
+            else:
+                log.debug("ignored a response to another request on a resumed stream")
+
+
+def _parse(data: str) -> dict[str, Any] | None:
+    try:
+        message = loads(data)
+    except ValueError:
+        log.warning("ignoring an SSE event that is not JSON")
+        return None
+    if not isinstance(message, dict):
+        log.warning("ignoring an SSE event that is not a JSON object")
+        return None
+    return message

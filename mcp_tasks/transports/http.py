@@ -42,7 +42,14 @@ from mcp_tasks._wire import (
 )
 from mcp_tasks._wire import dumps as dump_json
 from mcp_tasks.transports._base import Message, Stream, Transport
-from mcp_tasks.transports._session import GetResponse, GetStream, LegacySession, SessionExpired
+from mcp_tasks.transports._session import (
+    GetResponse,
+    GetStream,
+    LegacySession,
+    SessionExpired,
+    StreamMark,
+    resume_answer,
+)
 from mcp_tasks.transports._sse import SseDecoder
 
 __all__ = ["HttpStream", "HttpTransport"]
@@ -341,7 +348,8 @@ class HttpTransport(Transport):
             extract_cookies_to_jar(self._session.cookies, prepared, raw)  # type: ignore[no-untyped-call]
 
     def _answer_from_stream(self, raw: Raw, request_id: object, deadline: Deadline) -> Message:
-        for message in _messages(raw, deadline):
+        mark = StreamMark()
+        for message in _messages(raw, deadline, mark):
             if "method" in message:
                 # The server's own request (answered in a POST of its own) or a notification.
                 self._take_pushed(message)
@@ -349,6 +357,10 @@ class HttpTransport(Transport):
             if message.get("id") == request_id:
                 return message
             log.debug("ignored a response to another request on an SSE stream")
+        if self._legacy.active and mark.last_id is not None:  # resumable: see transports/_session.py
+            return resume_answer(
+                self._open_get, self._legacy.headers("GET"), request_id, mark, deadline, self._take_pushed
+            )
         raise TransportError(f"the SSE stream for {self.url} ended without a response")
 
 
@@ -493,7 +505,7 @@ def _parse_event(data: str) -> Message:
     return message
 
 
-def _messages(raw: Raw, deadline: Deadline) -> Iterator[Message]:
+def _messages(raw: Raw, deadline: Deadline, mark: StreamMark | None = None) -> Iterator[Message]:
     """The JSON-RPC messages of an SSE response, within the deadline."""
     decoder = SseDecoder()
     sock = _socket_of(raw)
@@ -511,7 +523,9 @@ def _messages(raw: Raw, deadline: Deadline) -> Iterator[Message]:
         if not chunk:
             return
         for event in decoder.feed(chunk):
-            if event.event == "message":
+            if mark is not None:
+                mark.see(event)
+            if event.event == "message" and event.data.strip():  # not a priming event (id, no data)
                 yield _parse_event(event.data)
 
 
