@@ -34,6 +34,8 @@ def test_the_readme_examples_run(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "cancelled" in printed
     assert "Delete /tmp/x?" in printed
     assert "{'report': 'stdio', 'exported': 2}" in printed
+    assert "2026-07-28 modern\n{'report': 'modern', 'exported': 2}" in printed
+    assert "2025-11-25 legacy\n{'report': 'legacy', 'exported': 2}" in printed
     namespace["server"].close()  # type: ignore[attr-defined]
 
 
