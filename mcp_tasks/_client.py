@@ -9,14 +9,16 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any, Literal
 
 from mcp_tasks._clock import Deadline, check_timeout, pause
+from mcp_tasks._era import Connection, is_handshake_refusal
 from mcp_tasks._errors import (
     CONNECTION_CLOSED,
     HEADER_MISMATCH,
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
     UNSUPPORTED_PROTOCOL_VERSION,
@@ -24,7 +26,7 @@ from mcp_tasks._errors import (
     RequestTimeout,
     name_request,
 )
-from mcp_tasks._input import InputHandlers, NoHandler, answer_all
+from mcp_tasks._input import InputHandlers, NoHandler, answer_all, kind_of
 from mcp_tasks._retry import Retry
 from mcp_tasks._subscription import Subscription, check_buffer_options
 from mcp_tasks._version import __version__
@@ -38,11 +40,13 @@ from mcp_tasks._wire import (
     decode_response,
     malformed,
     merge_meta,
+    notification,
     param_header_values,
     param_headers,
     request,
 )
 from mcp_tasks.transports._base import Transport
+from mcp_tasks.transports._session import SessionExpired
 
 if TYPE_CHECKING:
     import os
@@ -56,6 +60,10 @@ __all__ = ["UNSET", "Client"]
 
 log = logging.getLogger("mcp_tasks")
 server_log = logging.getLogger("mcp_tasks.server")
+
+OnNotification = Callable[[str, dict[str, Any]], object]
+"""Called with (method, params) for a server notification the client does not consume itself
+(``notifications/progress``, ``notifications/*/list_changed``, ...), on the transport's thread."""
 
 
 class _Unset:
@@ -103,6 +111,8 @@ class Client:
         client_info: Mapping[str, Any] | None = None,
         max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
         retries: Retry | int = DEFAULT_RETRY,
+        protocol: str = "auto",
+        on_notification: OnNotification | None = None,
     ) -> None:
         if not isinstance(transport, Transport):
             raise TypeError(f"transport must be a Transport, got {type(transport).__name__}")
@@ -127,10 +137,13 @@ class Client:
         }
         self._ids = itertools.count(1)
         self._ids_lock = threading.Lock()
-        self._discovered: dict[str, Any] | None = None
         self._tool_headers: dict[str, dict[str, str] | None] = {}
         self._closed = False
         self._retry = Retry.of(retries)
+        self._connection = Connection(protocol)
+        if on_notification is not None and not callable(on_notification):
+            raise TypeError("on_notification must be callable or None")
+        self._on_notification = on_notification
         transport.attach(receiver=self._receive, retry=self._retry)
 
     # -- construction -------------------------------------------------------------------------
@@ -147,6 +160,8 @@ class Client:
         client_info: Mapping[str, Any] | None = None,
         max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
         retries: Retry | int = DEFAULT_RETRY,
+        protocol: str = "auto",
+        on_notification: OnNotification | None = None,
     ) -> Client:
         """A client of a server object in this process (the reference server, or any object with
         ``handle(message, exchange)``). `principal` names the caller to the server.
@@ -161,6 +176,8 @@ class Client:
             client_info=client_info,
             max_input_rounds=max_input_rounds,
             retries=retries,
+            protocol=protocol,
+            on_notification=on_notification,
         )
 
     @classmethod
@@ -178,6 +195,8 @@ class Client:
         client_info: Mapping[str, Any] | None = None,
         max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
         retries: Retry | int = DEFAULT_RETRY,
+        protocol: str = "auto",
+        on_notification: OnNotification | None = None,
     ) -> Client:
         """A client of a server subprocess over stdio. Its stderr is logged at debug (logger
         ``mcp_tasks.server_stderr``) unless `stderr` names a file to write it to.
@@ -192,6 +211,8 @@ class Client:
             client_info=client_info,
             max_input_rounds=max_input_rounds,
             retries=retries,
+            protocol=protocol,
+            on_notification=on_notification,
         )
 
     @classmethod
@@ -212,6 +233,8 @@ class Client:
         client_info: Mapping[str, Any] | None = None,
         max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
         retries: Retry | int = DEFAULT_RETRY,
+        protocol: str = "auto",
+        on_notification: OnNotification | None = None,
     ) -> Client:
         """A client of a Streamable HTTP server (see `mcp_tasks.transports.http.HttpTransport`).
 
@@ -239,6 +262,8 @@ class Client:
             client_info=client_info,
             max_input_rounds=max_input_rounds,
             retries=retries,
+            protocol=protocol,
+            on_notification=on_notification,
         )
 
     @classmethod
@@ -256,6 +281,8 @@ class Client:
         client_info: Mapping[str, Any] | None = None,
         max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
         retries: Retry | int = DEFAULT_RETRY,
+        protocol: str = "auto",
+        on_notification: OnNotification | None = None,
     ) -> Client:
         """A client for `target`: ``("stdio", command, args)``, ``("http", url)``, an http(s) URL
         string, or a server object (direct). `headers` and `auth` apply to HTTP targets only,
@@ -268,6 +295,8 @@ class Client:
             "client_info": client_info,
             "max_input_rounds": max_input_rounds,
             "retries": retries,
+            "protocol": protocol,
+            "on_notification": on_notification,
         }
         url: str | None = None
         if isinstance(target, str):
@@ -354,6 +383,7 @@ class Client:
         answer_input: bool = True,
     ) -> dict[str, Any]:
         """`request` under a deadline that the caller made (every input round shares it)."""
+        self._connect(deadline)
         base = dict(params or {})
         sent = base
         rounds = 0
@@ -363,6 +393,7 @@ class Client:
             if result_type == "complete":
                 if method == "tools/list":
                     self._learn_tools(result)
+                    self._connection.learn_tools(result.get("tools"))
                 return result
             if result_type == "input_required":
                 if not answer_input:
@@ -443,22 +474,60 @@ class Client:
         raise malformed(f"tools/list went on for more than {MAX_PAGES} pages")
 
     def discover(self, *, timeout: float | None = UNSET) -> dict[str, Any]:
-        """Send ``server/discover`` and cache its result (see `server_capabilities`)."""
-        result = self.request("server/discover", timeout=timeout)
-        if not isinstance(result.get("supportedVersions"), list):
-            raise malformed("The server/discover result has no supportedVersions list", result)
-        capabilities = result.get("capabilities")
-        if capabilities is not None and not isinstance(capabilities, dict):
-            raise malformed("The server/discover capabilities are not an object", result)
-        self._discovered = result
+        """Send ``server/discover`` and cache its result (see `server_capabilities`). A handshake
+        (2025-era) server has no such method: there, an `McpError` says so.
+        """
+        deadline = self._deadline(timeout)
+        fresh = self._connection.era is None
+        self._connect(deadline)
+        discovered = self._connection.discovered
+        if fresh and discovered is not None:
+            return discovered  # the probe that found the era was this very request
+        if self._connection.legacy:
+            raise McpError(
+                METHOD_NOT_FOUND,
+                f"The server speaks {self._connection.version} (a handshake), which has no server/discover",
+                kind="protocol",
+            )
+        result = self._call("server/discover", None, deadline, None)
+        self._connection.modern(self._check_discovered(result))
         return result
 
     @property
+    def protocol_version(self) -> str:
+        """The protocol revision this connection speaks (negotiated on first use: this may send
+        the probe, and the handshake, within the client's timeout).
+        """
+        self._connect(self._deadline())
+        version = self._connection.version
+        assert version is not None
+        return version
+
+    @property
+    def era(self) -> Literal["modern", "legacy"]:
+        """``"modern"`` (2026-07-28) or ``"legacy"`` (a 2025-era handshake), negotiated on first use."""
+        self._connect(self._deadline())
+        era = self._connection.era
+        assert era is not None
+        return era
+
+    @property
     def server_capabilities(self) -> dict[str, Any]:
-        """The server's capabilities from ``server/discover``, sent once and then cached."""
-        discovered = self._discovered if self._discovered is not None else self.discover()
-        capabilities = discovered.get("capabilities")
-        return capabilities if isinstance(capabilities, dict) else {}
+        """The server's capabilities: from ``server/discover`` (modern) or ``initialize`` (legacy),
+        sent once and then cached.
+        """
+        self._connect(self._deadline())
+        if self._connection.era == "modern" and self._connection.discovered is None:
+            self.discover()  # a connection pinned to 2026-07-28 asks when first needed
+        return dict(self._connection.capabilities)
+
+    @property
+    def server_info(self) -> dict[str, Any]:
+        """The server's name and version as it gave them (may be empty)."""
+        self._connect(self._deadline())
+        if self._connection.era == "modern" and self._connection.discovered is None:
+            self.discover()
+        return dict(self._connection.server_info)
 
     def listen(
         self,
@@ -478,7 +547,16 @@ class Client:
         if meta is not None and not isinstance(meta, Mapping):
             raise TypeError(f"meta must be a dict or None, got {type(meta).__name__}")
         check_buffer_options(max_buffer, overflow)
-        return self._listen(notifications, self._deadline(timeout), meta, max_buffer, overflow)
+        deadline = self._deadline(timeout)
+        self._connect(deadline)
+        if self._connection.legacy:
+            raise McpError(
+                METHOD_NOT_FOUND,
+                f"The server speaks {self._connection.version}, which has no subscriptions/listen "
+                "(its notifications come on the session)",
+                kind="protocol",
+            )
+        return self._listen(notifications, deadline, meta, max_buffer, overflow)
 
     def _listen(
         self,
@@ -547,6 +625,8 @@ class Client:
         own_meta = params.get("_meta")
         if own_meta is not None and not isinstance(own_meta, Mapping):
             raise TypeError("params['_meta'] must be a dict")
+        if self._connection.legacy:
+            return self._exchange_legacy(method, params, deadline, merge_meta(own_meta, meta)), {}
         request_meta = merge_meta(self._envelope, own_meta, meta)
         headers = None
         if method == "tools/call":
@@ -568,6 +648,87 @@ class Client:
                     raise
                 log.debug("the server refused protocol version %s but lists it; trying once more", PROTOCOL_VERSION)
         raise AssertionError("unreachable")
+
+    def _exchange_legacy(
+        self, method: str, params: dict[str, Any], deadline: Deadline, meta: dict[str, Any]
+    ) -> dict[str, Any]:
+        """One request on a handshake session: no envelope (only a `meta` of the caller's own);
+        a session the server has expired is set up again once, and the request sent again.
+        """
+        sent = {key: value for key, value in params.items() if key != "_meta"}
+        if meta:
+            sent["_meta"] = meta
+        for attempt in (1, 2):
+            message = request(self._next_id(), method, sent)
+            log.debug("-> %s #%s (%s)", method, message["id"], self._connection.version)
+            try:
+                return decode_response(self._transport.request(message, deadline))
+            except SessionExpired:
+                if attempt == 2 or method == "initialize":
+                    raise
+                log.info("the server expired the session; starting a new one")
+                self._connection.reset()
+                self._connect(deadline)
+        raise AssertionError("unreachable")
+
+    # -- the era ------------------------------------------------------------------------------
+
+    def _connection_for(self, timeout: float | None = UNSET) -> Connection:
+        """The connection, negotiated (within `timeout`) if it was not yet: what the task helpers ask."""
+        self._connect(self._deadline(timeout))
+        return self._connection
+
+    def _connect(self, deadline: Deadline) -> None:
+        """Negotiate the era on first use (once, whichever thread comes first)."""
+        self._connection.ensure(deadline, self._negotiate)
+
+    def _negotiate(self, deadline: Deadline) -> None:
+        connection = self._connection
+        if connection.protocol == PROTOCOL_VERSION:
+            connection.pinned_modern()
+            return
+        if connection.protocol == "auto":
+            try:
+                result, _ = self._exchange("server/discover", {}, deadline, None)
+            except McpError as exc:
+                if connection.protocol != "auto" or not is_handshake_refusal(exc):
+                    raise
+                log.debug("server/discover refused (%s): a handshake server", exc)
+            else:
+                if isinstance(result.get("supportedVersions"), list) or connection.protocol != "auto":
+                    connection.modern(self._check_discovered(result))
+                    return
+                # A server that answers any method with {} does not know server/discover.
+                log.debug("server/discover answered without supportedVersions: a handshake server")
+        self._handshake(deadline)
+
+    def _handshake(self, deadline: Deadline) -> None:
+        """``initialize`` then ``notifications/initialized``; the transport then keeps the session."""
+        connection = self._connection
+        offered = connection.offer()
+        params = {"protocolVersion": offered, "capabilities": self._capabilities, "clientInfo": self._client_info}
+        message = request(self._next_id(), "initialize", params)
+        log.debug("-> initialize #%s offering %s", message["id"], offered)
+        try:
+            result = decode_response(self._transport.request(message, deadline))
+        except McpError as exc:
+            name_request(exc, "initialize")
+            raise
+        version = connection.initialized(result, offered)
+        # The session's headers from here on, notifications/initialized included.
+        self._transport.begin_session(version)
+        try:
+            self._transport.notify(notification("notifications/initialized"), deadline)
+        except McpError:
+            connection.reset()  # the next request starts the handshake again
+            raise
+        log.debug("handshake done: %s, server %s", version, connection.server_info.get("name"))
+
+    @staticmethod
+    def _check_discovered(result: dict[str, Any]) -> dict[str, Any]:
+        if not isinstance(result.get("supportedVersions"), list):
+            raise malformed("The server/discover result has no supportedVersions list", result)
+        return result
 
     @staticmethod
     def _may_retry_version(error: McpError, request_meta: Mapping[str, Any]) -> bool:
@@ -636,29 +797,79 @@ class Client:
         return answered
 
     def _receive(self, message: dict[str, Any]) -> dict[str, Any] | None:
-        """A message the server sent of its own accord (see `Transport.deliver`)."""
+        """A message the server sent of its own accord (see `Transport.deliver`): a request is
+        answered (input requests by the input handlers, with the same checks as in the modern
+        era); a notification is routed.
+        """
         method = message.get("method")
+        params = message.get("params")
+        params = params if isinstance(params, dict) else {}
         if "id" not in message:
-            if method == "notifications/message":
-                params = message.get("params")
-                server_log.info("%s", params.get("data") if isinstance(params, dict) else params)
-            else:
-                log.debug("server notification %s", method)
+            self._route_notification(str(method), params)
             return None
         if method == "ping":
             return {"jsonrpc": "2.0", "id": message["id"], "result": {}}
-        log.warning("the server sent a request (%s) this client does not serve; refusing it", method)
-        error = McpError(METHOD_NOT_FOUND, f"Method not found: {method}")
-        return {"jsonrpc": "2.0", "id": message["id"], "error": error.to_wire()}
+        if kind_of(message) is None:
+            log.warning("the server sent a request (%s) this client does not serve; refusing it", method)
+            return _error_response(message, McpError(METHOD_NOT_FOUND, f"Method not found: {method}"))
+        try:
+            answered = answer_all(self._handlers, {"request": message}, message)
+        except NoHandler as missing:
+            log.warning("no input handler for the server's %s request; refusing it", missing.kind)
+            return _error_response(
+                message, McpError(METHOD_NOT_FOUND, f"The client has no handler for {missing.kind} requests")
+            )
+        except McpError as exc:
+            return _error_response(message, McpError(INVALID_PARAMS, str(exc.message)))
+        except Exception:
+            log.exception("the input handler for a %s request failed", method)
+            return _error_response(message, McpError(INTERNAL_ERROR, "The client's input handler failed"))
+        return {"jsonrpc": "2.0", "id": message["id"], "result": answered["request"]}
+
+    def _route_notification(self, method: str, params: dict[str, Any]) -> None:
+        if method == "notifications/message":
+            level = _LOG_LEVELS.get(str(params.get("level")), logging.INFO)
+            server_log.log(level, "%s", params.get("data"))
+            return
+        if method == "notifications/tasks/status":
+            task_id = params.get("taskId")
+            if isinstance(task_id, str) and task_id:
+                self._connection.board.publish(task_id)
+        callback = self._on_notification
+        if callback is None:
+            log.debug("server notification %s", method)
+            return
+        try:
+            callback(method, params)
+        except Exception:
+            log.exception("the on_notification callback failed for %s", method)
+
+
+_LOG_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
+
+
+def _error_response(message: dict[str, Any], error: McpError) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": message.get("id"), "error": error.to_wire()}
 
 
 def _answers(response: object, request_id: int) -> bool:
     """Whether a response carries the request's id (1 and True are not the same id). An error
-    with a null id (the server could not read the request) is taken as this request's error.
+    is taken as this request's error whatever its id: only a result must match.
     """
     if not isinstance(response, dict):
         return True  # decode_response says what is wrong with it
     answered = response.get("id")
-    if answered is None and "error" in response and "result" not in response:
+    if "error" in response and "result" not in response:
+        # An error fails the request whatever id it carries: servers that could not read the
+        # request answer with a null id, and the official Python SDK with "server-error".
         return True
     return type(answered) is int and answered == request_id

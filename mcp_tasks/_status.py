@@ -206,7 +206,8 @@ def _prepare(task: Mapping[str, Any], era: Era) -> dict[str, Any]:
     wire_status = task.get("status")
     payload = _PAYLOAD.get(_KNOWN_STATES[wire_status]) if wire_status in _KNOWN_STATES else None
     for key in _PAYLOAD.values():
-        if key == payload and (key in task or task.get("resultType") != "task"):
+        # A legacy task carries no payload in tasks/get: its result comes from tasks/result.
+        if key == payload and era == "modern" and (key in task or task.get("resultType") != "task"):
             fields[key] = task.get(key, _MISSING)
         else:
             fields.pop(key, None)

@@ -8,8 +8,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from mcp_tasks import _legacy as legacy
 from mcp_tasks._client import UNSET
 from mcp_tasks._errors import (
+    METHOD_NOT_FOUND,
     InputRequired,
     InvalidStatus,
     McpError,
@@ -30,6 +32,7 @@ __all__ = [
     "capabilities",
     "declaration",
     "get_task",
+    "list_tasks",
     "outcome",
     "send_get",
     "send_update",
@@ -108,8 +111,12 @@ def call_tool(
     meta: Mapping[str, Any] | None = None,
 ) -> Status | dict[str, Any]:
     """Call a tool with the extension declared: a `Status` when the server made it a task, the
-    CallToolResult dict when the tool ran synchronously.
+    CallToolResult dict when the tool ran synchronously. On a 2025-11-25 session the call is
+    task-augmented (``params.task``) when the server and the tool's ``execution.taskSupport``
+    allow it, and the Status has ``era == "legacy"``.
     """
+    if client._connection_for(timeout).legacy:
+        return legacy.call_tool(client, name, arguments, client._deadline(timeout))
     result = client.call_tool(name, arguments, timeout=timeout, meta=declaration(client, meta))
     if result.get("resultType") == "task":
         return decode_task(result)
@@ -124,11 +131,17 @@ def get_task(
     meta: Mapping[str, Any] | None = None,
 ) -> Status:
     """Read a task's status with ``tasks/get`` (an unknown task is -32602 from the server)."""
+    if client._connection_for(timeout).legacy:
+        return legacy.read(client, task_id_of(task), client._deadline(timeout), drive=False)
     return send_get(client, task_id_of(task), client._deadline(timeout), declaration(client, meta))
 
 
 def send_get(client: Client, task_id: str, deadline: Deadline, declared: Mapping[str, Any]) -> Status:
-    """``tasks/get`` with a declaration made beforehand (a wait builds it once, not per poll)."""
+    """``tasks/get`` with a declaration made beforehand (a wait builds it once, not per poll). On a
+    legacy session, a task that needs input is driven with ``tasks/result`` (see `legacy.read`).
+    """
+    if client._connection.legacy:
+        return legacy.read(client, task_id, deadline, drive=True)
     result = client._call("tasks/get", {"taskId": task_id}, deadline, declared, answer_input=False)
     return decode_task(result, task_id)
 
@@ -169,11 +182,30 @@ def cancel_task(
 ) -> None:
     """Ask the server to cancel a task (cooperative; cancelling a finished task changes nothing)."""
     task_id = task_id_of(task)
+    if client._connection_for(timeout).legacy:
+        legacy.cancel(client, task_id, client._deadline(timeout))
+        return
     result = client.request(
         "tasks/cancel", {"taskId": task_id}, timeout=timeout, meta=declaration(client, meta), answer_input=False
     )
     if result.get("resultType") == "input_required":
         raise invalid_task(result)
+
+
+def list_tasks(client: Client, *, timeout: float | None = UNSET) -> list[Status]:
+    """The session's tasks (all pages of ``tasks/list``), as legacy `Status` values.
+
+    Only a 2025-11-25 session has ``tasks/list``; on a 2026-07-28 connection this raises a clear
+    `McpError` (the extension removed the method).
+    """
+    if not client._connection_for(timeout).legacy:
+        raise McpError(
+            METHOD_NOT_FOUND,
+            "tasks/list does not exist in 2026-07-28 (the Tasks extension removed it); "
+            "only a 2025-11-25 session has it",
+            kind="protocol",
+        )
+    return legacy.list_all(client, client._deadline(timeout))
 
 
 def outcome(status: Status) -> dict[str, Any]:

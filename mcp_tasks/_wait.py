@@ -130,8 +130,8 @@ class _Wait:
             self._notify(given)  # on_status hears the status the wait starts from
             if given.terminal and given.detailed:
                 return given
-        if self.options.listen:
-            return self._listen()
+        if self.options.listen and not self.client._connection.legacy:
+            return self._listen()  # a legacy session pushes its status notifications unasked
         return self._poll(self._get())
 
     # -- polling ------------------------------------------------------------------------------

@@ -289,6 +289,9 @@ def test_list_tools_leaves_out_refused_annotations(client: mt.Client, caplog: py
 # -- hostile answers (issue 9, item 10) -----------------------------------------------------------
 
 
+MODERN = "2026-07-28"  # pinned: these servers answer only what the test scripts, no era probe
+
+
 class Answers:
     """A direct server that answers each request with the next of `replies` (a function of the
     request), and `good` after them."""
@@ -299,6 +302,12 @@ class Answers:
     def handle(self, message: dict[str, Any], exchange: Any) -> dict[str, Any] | None:
         if "id" not in message:
             return None
+        if message.get("method") == "server/discover":
+            return {
+                "jsonrpc": "2.0",
+                "id": message["id"],
+                "result": {"supportedVersions": [MODERN], "capabilities": {}},
+            }
         if self.replies:
             reply: dict[str, Any] = self.replies.pop(0)(message)
             return reply
@@ -307,7 +316,7 @@ class Answers:
 
 def test_an_answer_with_another_requests_id_is_an_error_and_the_client_goes_on() -> None:
     other = Answers(lambda m: {"jsonrpc": "2.0", "id": m["id"] + 100, "result": {}})
-    with mt.Client.direct(other) as client:
+    with mt.Client.direct(other, protocol=MODERN) as client:
         with pytest.raises(mt.McpError, match="another request's id") as error:
             client.request("tools/list")
         assert error.value.kind == "transport"
@@ -317,14 +326,18 @@ def test_an_answer_with_another_requests_id_is_an_error_and_the_client_goes_on()
 @pytest.mark.parametrize("wrong", [True, "1", 1.0, None])
 def test_an_id_of_another_type_is_not_the_same_id(wrong: object) -> None:
     server = Answers(lambda m: {"jsonrpc": "2.0", "id": wrong, "result": {}})
-    with mt.Client.direct(server) as client, pytest.raises(mt.McpError, match="another request's id"):
+    with mt.Client.direct(server, protocol=MODERN) as client, pytest.raises(mt.McpError, match="another request's id"):
         client.request("ping")
 
 
-def test_an_error_with_a_null_id_is_that_requests_error() -> None:
-    """JSON-RPC's answer when the server could not read the request's id."""
+@pytest.mark.parametrize("answered", [None, "server-error"])
+def test_an_error_with_a_null_or_placeholder_id_is_that_requests_error(answered: object) -> None:
+    """JSON-RPC's answer when the server could not read the request's id (null), and the official
+    Python SDK's ("server-error", on HTTP 400s)."""
     error = {"code": -32600, "message": "Invalid Request"}
-    with mt.Client.direct(Answers(lambda m: {"jsonrpc": "2.0", "id": None, "error": error})) as client:
+    with mt.Client.direct(
+        Answers(lambda m: {"jsonrpc": "2.0", "id": answered, "error": error}), protocol=MODERN
+    ) as client:
         with pytest.raises(mt.McpError) as raised:
             client.request("ping")
         assert raised.value.code == -32600
@@ -332,7 +345,9 @@ def test_an_error_with_a_null_id_is_that_requests_error() -> None:
 
 def test_a_task_id_holding_a_lone_surrogate_is_refused_when_decoded() -> None:
     task = {"resultType": "task", "taskId": "ab\ud800cd", "status": "working"}
-    with mt.Client.direct(Answers(lambda m: {"jsonrpc": "2.0", "id": m["id"], "result": task})) as client:
+    with mt.Client.direct(
+        Answers(lambda m: {"jsonrpc": "2.0", "id": m["id"], "result": task}), protocol=MODERN
+    ) as client:
         with pytest.raises(mt.McpError, match="no wire can carry") as raised:
             mt.call_tool(client, "anything")
         assert raised.value.kind == "transport"

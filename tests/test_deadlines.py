@@ -22,6 +22,7 @@ from mcp_tasks.server import Exchange
 from tests.conftest import Harness
 
 SLOW = 0.4  # how long each of these servers takes to answer one request
+MODERN = "2026-07-28"  # pinned: these scripted servers answer only what each test is about
 
 
 class SlowServer:
@@ -58,7 +59,7 @@ def test_input_rounds_share_the_calls_timeout() -> None:
     """Five rounds of 0.4 s each do not fit in a 1 s timeout (on 816a4a3 each round got 1 s)."""
     server = EndlessInput()
     handlers = mt.InputHandlers(form=lambda params: {"action": "accept", "content": {}})
-    with mt.Client.direct(server, input_handlers=handlers) as client, pytest.raises(mt.RequestTimeout):
+    with mt.Client.direct(server, input_handlers=handlers, protocol=MODERN) as client, pytest.raises(mt.RequestTimeout):
         client.call_tool("go", timeout=1.0)
     assert 1 <= server.seen.count("tools/call") < 5
 
@@ -81,7 +82,7 @@ def test_the_pace_between_state_only_rounds_is_cut_to_the_deadline() -> None:
     """The pause between rounds that echo only requestState counts against the timeout: a 0.1 s
     call times out, where 816a4a3 slept 0.25 s per round and failed after ten rounds instead."""
     server = StateOnly()
-    with mt.Client.direct(server) as client, pytest.raises(mt.RequestTimeout):
+    with mt.Client.direct(server, protocol=MODERN) as client, pytest.raises(mt.RequestTimeout):
         client.request("tools/call", {"name": "x"}, timeout=0.1)
     assert server.rounds < 10
 
@@ -106,7 +107,7 @@ def test_header_learning_is_bounded_by_the_calls_timeout() -> None:
     """tools/call, tools/list and the second tools/call at 0.4 s each: over a 1 s timeout (on
     816a4a3 each of the three got the whole timeout and the call succeeded after 1.2 s)."""
     server = WantsHeaders()
-    with mt.Client.direct(server) as client, pytest.raises(mt.RequestTimeout):
+    with mt.Client.direct(server, protocol=MODERN) as client, pytest.raises(mt.RequestTimeout):
         client.call_tool("regional", {"region": "eu"}, timeout=1.0)
     assert server.seen[:2] == ["tools/call", "tools/list"]
 
@@ -122,7 +123,7 @@ class RefusesVersion(SlowServer):
 def test_the_version_retry_is_bounded_by_the_calls_timeout() -> None:
     """Two 0.4 s answers do not fit in 0.7 s: RequestTimeout, not the server's -32022 after 0.8 s."""
     server = RefusesVersion()
-    with mt.Client.direct(server) as client, pytest.raises(mt.RequestTimeout):
+    with mt.Client.direct(server, protocol=MODERN) as client, pytest.raises(mt.RequestTimeout):
         client.request("tools/list", timeout=0.7)
     assert server.seen == ["tools/list", "tools/list"]
 
@@ -212,7 +213,7 @@ def test_interrupt_main_reaches_a_waiting_caller(listen: bool) -> None:
         interrupted.set()
 
     helper = threading.Thread(target=interrupt, daemon=True)
-    with mt.Client.direct(server, timeout=None) as client:
+    with mt.Client.direct(server, timeout=None, protocol=MODERN) as client:
         helper.start()
         with pytest.raises(KeyboardInterrupt) as caught:
             mt.wait_task(client, "t-1", timeout=None, listen=listen)

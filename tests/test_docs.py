@@ -29,6 +29,10 @@ PRINTS = {
     "## Input the server asks for": ["Delete /tmp/x?"],
     "## Transports": ["{'report': 'stdio', 'exported': 2}", "{'report': 'http'}"],
     "## Authorization": [],
+    "## Legacy servers": [
+        "2026-07-28 modern\n{'report': 'modern', 'exported': 2}",
+        "2025-11-25 legacy\n{'report': 'legacy', 'exported': 2}",
+    ],
     "## Resuming": ["{'n': 7}"],
     "## Use it from Flask": ["{'hello': 'Ada'}"],
     "## Use it in Jupyter": ["{'loss': 0.1}"],

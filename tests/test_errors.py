@@ -166,7 +166,7 @@ class _BareServer:
 
 
 def test_method_not_found_names_the_method() -> None:
-    with mt.Client.direct(_BareServer()) as client, pytest.raises(mt.McpError) as missing:
+    with mt.Client.direct(_BareServer(), protocol="2026-07-28") as client, pytest.raises(mt.McpError) as missing:
         client.request("tasks/get", {"taskId": TASK_ID})
     assert str(missing.value) == "Method not found: the server has no method 'tasks/get'"
     assert missing.value.code == -32601

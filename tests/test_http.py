@@ -265,7 +265,7 @@ def test_a_call_the_server_refuses_for_a_missing_param_header_is_retried_after_l
     with mt.Client.http(url) as client:
         assert client.call_tool("routed", {"region": "eu"})["structuredContent"] == {"arguments": {"region": "eu"}}
     methods = [h["mcp-method"] for h in recorder.seen]
-    assert methods == ["tools/call", "tools/list", "tools/call"]
+    assert methods == ["server/discover", "tools/call", "tools/list", "tools/call"]
     assert recorder.seen[-1]["mcp-param-region"] == "eu"
 
 
@@ -304,8 +304,9 @@ def test_cookies_the_server_sets_are_sent_back() -> None:
 
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         jar.append(environ.get("HTTP_COOKIE", ""))
-        asked = json.loads(environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0)))
-        body = json.dumps({"jsonrpc": "2.0", "id": asked["id"], "result": {"content": []}}).encode()
+        sent = json.loads(environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0)))
+        result = {"supportedVersions": ["2026-07-28"]} if sent["method"] == "server/discover" else {"content": []}
+        body = json.dumps({"jsonrpc": "2.0", "id": sent["id"], "result": result}).encode()
         start_response(
             "200 OK",
             [("Content-Type", "application/json"), ("Content-Length", str(len(body))), ("Set-Cookie", "route=b7")],
@@ -315,7 +316,7 @@ def test_cookies_the_server_sets_are_sent_back() -> None:
     with HttpServer(app) as http, mt.Client.http(http.url) as client:
         client.call_tool("one")
         client.call_tool("two")
-    assert jar == ["", "route=b7"]
+    assert jar == ["", "route=b7", "route=b7"]  # the server/discover probe, then the two calls
 
 
 def test_the_authorization_header_scopes_tasks(server: Any, url: str) -> None:

@@ -201,6 +201,8 @@ def test_a_stdio_server_killed_under_a_stream() -> None:
 def test_a_direct_server_that_fails_while_streaming() -> None:
     class Broken:
         def handle(self, message: dict[str, Any], exchange: Exchange) -> dict[str, Any] | None:
+            if message.get("method") == "server/discover":
+                return {"jsonrpc": "2.0", "id": message["id"], "result": {"supportedVersions": ["2026-07-28"]}}
             exchange.notify(
                 {
                     "jsonrpc": "2.0",

@@ -48,6 +48,8 @@ class LegacyPusher:
         if "id" not in message:
             return None
         method = message["method"]
+        if method == "server/discover":
+            return {"jsonrpc": "2.0", "id": message["id"], "result": {"supportedVersions": ["2026-07-28"]}}
         if method == "tasks/get":
             result = {"resultType": "complete", **self.TASK, "status": "working", "pollIntervalMs": 600000}
             return {"jsonrpc": "2.0", "id": message["id"], "result": result}
@@ -74,7 +76,7 @@ def test_a_listen_wait_that_cannot_be_acknowledged_in_time_on_direct() -> None:
             exchange.cancelled.wait(30)
             return None
 
-    with mt.Client.direct(Silent()) as client, pytest.raises(mt.TaskTimeout) as timed_out:
+    with mt.Client.direct(Silent(), protocol="2026-07-28") as client, pytest.raises(mt.TaskTimeout) as timed_out:
         mt.await_task(client, "whatever", listen=True, timeout=0.3)
     assert timed_out.value.status is None
 
@@ -95,6 +97,8 @@ class Scripted:
     def handle(self, message: dict[str, Any], exchange: Exchange) -> dict[str, Any] | None:
         if "id" not in message:
             return None
+        if message["method"] == "server/discover":
+            return {"jsonrpc": "2.0", "id": message["id"], "result": {"supportedVersions": ["2026-07-28"]}}
         if message["method"] == "subscriptions/listen":
             return self.listen(message, exchange)
         assert message["method"] == "tasks/get"

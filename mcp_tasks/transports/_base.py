@@ -99,6 +99,12 @@ class Transport(abc.ABC):
     def _open_stream(self, message: Message, deadline: Deadline) -> Stream:
         """One attempt at `open_stream`."""
 
+    def begin_session(self, protocol_version: str) -> None:
+        """The client finished a 2025-era handshake at `protocol_version`. HTTP then keeps the
+        session (its headers, its GET stream, DELETE on close); other transports need nothing.
+        """
+        return
+
     @abc.abstractmethod
     def close(self) -> None:
         """Close the connection; pending requests fail. Idempotent."""

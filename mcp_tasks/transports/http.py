@@ -43,6 +43,14 @@ from mcp_tasks._wire import (
 )
 from mcp_tasks._wire import dumps as dump_json
 from mcp_tasks.transports._base import Message, Stream, Transport
+from mcp_tasks.transports._session import (
+    GetResponse,
+    GetStream,
+    LegacySession,
+    SessionExpired,
+    StreamMark,
+    resume_answer,
+)
 from mcp_tasks.transports._sse import SseDecoder
 
 __all__ = ["HttpStream", "HttpTransport"]
@@ -105,6 +113,8 @@ class HttpTransport(Transport):
         self._streams: set[HttpStream] = set()
         self._lock = threading.Lock()
         self._closed = False
+        self._legacy = LegacySession()
+        self._get_stream: GetStream | None = None
 
     def _direct_pool(self, template: requests.PreparedRequest) -> Any:
         """The adapter's connection pool for this URL, when messages may go straight to it."""
@@ -123,7 +133,10 @@ class HttpTransport(Transport):
     def _request(self, message: Message, deadline: Deadline, headers: Mapping[str, str] | None) -> Message:
         """See `Transport.request`."""
         timeout = deadline.step()
-        raw = self._send(message, timeout, extra=headers)
+        try:
+            raw = self._send(message, timeout, extra=headers)
+        except RequestTimeout as exc:  # it names the step's time; the caller's is the total
+            raise RequestTimeout(deadline.timeout or 0.0) from exc
         try:
             if raw.status == 202:
                 raise malformed(f"The server answered the request {message.get('method')} with 202 and no body")
@@ -159,15 +172,33 @@ class HttpTransport(Transport):
             self._streams.add(stream)
         return stream
 
+    def begin_session(self, protocol_version: str) -> None:
+        """See `Transport.begin_session`: send the session's headers from now on, and keep its GET
+        stream open for the server's own messages.
+        """
+        self._legacy.begin(protocol_version)
+        with self._lock:
+            if self._closed or self._get_stream is not None:
+                return
+            self._get_stream = GetStream(
+                self._open_get, self._take_pushed, self._legacy.headers("GET"), str(id(self))[-6:]
+            )
+
     def close(self) -> None:
-        """Close open streams, and the session unless it was passed in. Idempotent."""
+        """Close open streams (a handshake session: its GET stream, then DELETE it), and the
+        requests session unless it was passed in. Idempotent.
+        """
         with self._lock:
             if self._closed:
                 return
             self._closed = True
             streams = list(self._streams)
+            get_stream, self._get_stream = self._get_stream, None
         for stream in streams:
             stream.close()
+        if get_stream is not None:
+            get_stream.close()
+        self._end_session()
         if self._own_session:
             self._session.close()
 
@@ -176,12 +207,60 @@ class HttpTransport(Transport):
 
     # -- internals ----------------------------------------------------------------------------
 
+    def _take_pushed(self, message: Message) -> None:
+        """A message the server sent of its own accord: to the client; a request's answer back."""
+        response = self.deliver(message)
+        if response is None or self._closed:
+            return
+        try:
+            self.notify(response)
+        except McpError as exc:
+            log.warning("could not send the answer to the server's %s request: %s", message.get("method"), exc)
+
+    def _open_get(self, headers: dict[str, str]) -> GetResponse:
+        """One GET of the session's stream (for `GetStream`)."""
+        response = self._session.get(
+            self.url,
+            headers=headers,
+            stream=True,
+            timeout=(NOTIFY_TIMEOUT, None),
+            verify=self._verify,
+            cert=self._cert,
+            proxies=self._proxies,
+            auth=self._auth,
+        )
+        raw = response.raw
+        return GetResponse(response.status_code, _chunks(raw), _socket_of(raw), response.close)
+
+    def _end_session(self) -> None:
+        """DELETE a handshake session the server gave an id for (best effort, bounded)."""
+        session_id = self._legacy.end()
+        if session_id is None:
+            return
+        try:
+            self._session.delete(
+                self.url,
+                headers={**self._base_headers, "Mcp-Session-Id": session_id},
+                timeout=NOTIFY_TIMEOUT / 6,
+                verify=self._verify,
+                cert=self._cert,
+                proxies=self._proxies,
+                auth=self._auth,
+            ).close()
+        except requests.RequestException as exc:
+            log.debug("DELETE of the session failed: %r", exc)
+
     def _forget(self, stream: HttpStream) -> None:
         with self._lock:
             self._streams.discard(stream)
 
     def _headers(self, message: Message, listen: bool) -> dict[str, str]:
         headers = dict(self._base_headers)
+        method = message.get("method")
+        if self._legacy.active or method == "initialize":
+            # A handshake session: its own headers, none of the 2026-07-28 ones.
+            headers.update(self._legacy.headers(method))
+            return headers
         params = message.get("params")
         params = params if isinstance(params, dict) else {}
         meta = params.get("_meta")
@@ -213,6 +292,15 @@ class HttpTransport(Transport):
         if extra:
             headers.update(extra)
         headers["Content-Length"] = str(len(body))
+        raw = self._post(body, headers, timeout)
+        self._legacy.learn(message.get("method"), raw.status, raw.headers)
+        if self._legacy.expired(headers, raw.status):
+            _finish(raw)
+            self._legacy.end()
+            raise SessionExpired()
+        return raw
+
+    def _post(self, body: bytes, headers: dict[str, str], timeout: float | None) -> Raw:
         limits = urllib3.Timeout(connect=timeout, read=timeout)
         try:
             if self._pool is not None and self._auth is None and not self._session.cookies:
@@ -280,13 +368,19 @@ class HttpTransport(Transport):
             extract_cookies_to_jar(self._session.cookies, prepared, raw)  # type: ignore[no-untyped-call]
 
     def _answer_from_stream(self, raw: Raw, request_id: object, deadline: Deadline) -> Message:
-        for message in _messages(raw, deadline):
+        mark = StreamMark()
+        for message in _messages(raw, deadline, mark):
             if "method" in message:
-                log.debug("request-scoped notification %s", message.get("method"))
+                # The server's own request (answered in a POST of its own) or a notification.
+                self._take_pushed(message)
                 continue
             if message.get("id") == request_id:
                 return message
             log.debug("ignored a response to another request on an SSE stream")
+        if self._legacy.active and mark.last_id is not None:  # resumable: see transports/_session.py
+            return resume_answer(
+                self._open_get, self._legacy.headers("GET"), request_id, mark, deadline, self._take_pushed
+            )
         raise TransportError(f"the SSE stream for {self.url} ended without a response")
 
 
@@ -441,7 +535,7 @@ def _parse_event(data: str) -> Message:
     return message
 
 
-def _messages(raw: Raw, deadline: Deadline) -> Iterator[Message]:
+def _messages(raw: Raw, deadline: Deadline, mark: StreamMark | None = None) -> Iterator[Message]:
     """The JSON-RPC messages of an SSE response, within the deadline."""
     decoder = SseDecoder()
     sock = _socket_of(raw)
@@ -459,8 +553,19 @@ def _messages(raw: Raw, deadline: Deadline) -> Iterator[Message]:
         if not chunk:
             return
         for event in decoder.feed(chunk):
-            if event.event == "message":
+            if mark is not None:
+                mark.see(event)
+            if event.event == "message" and event.data.strip():  # not a priming event (id, no data)
                 yield _parse_event(event.data)
+
+
+def _chunks(raw: Any) -> Iterator[bytes]:
+    """The body of a streamed answer as it arrives, to its end."""
+    while True:
+        chunk = _read_chunk(raw)
+        if not chunk:
+            return
+        yield chunk
 
 
 def _read_chunk(raw: Raw) -> bytes:

@@ -61,6 +61,9 @@ def main(argv: list[str]) -> None:
         request_id = message["id"]
         params = message.get("params") or {}
         name = params.get("name")
+        if message.get("method") == "server/discover":  # the client's era probe, before any call
+            result(request_id, {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}})
+            continue
         if name == "whoami":
             result(request_id, text([os.getpid(), os.getpgid(0), os.getsid(0)]))
         elif name == "die":

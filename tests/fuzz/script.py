@@ -47,6 +47,9 @@ class Script:
 def good(request: dict[str, Any]) -> bytes:
     """A well-formed answer: a completed task for tasks/get, -32601 for a listen, else a result."""
     method = request.get("method")
+    if method == "server/discover":  # a 2026-07-28 server: the era probe finds it modern
+        found = {"supportedVersions": ["2026-07-28"], "capabilities": {}}
+        return json.dumps({"jsonrpc": "2.0", "id": "__ID__", "result": found}).encode()
     if method == "tasks/get":
         task_id = (request.get("params") or {}).get("taskId")
         result: dict[str, Any] = {

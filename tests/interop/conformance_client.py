@@ -2,14 +2,20 @@
 
 The runner (``conformance client --command "PYTHON THIS_FILE" --scenario NAME``) starts a mock
 server and runs this file with the server's URL as the last argument, and the environment:
-``MCP_CONFORMANCE_SCENARIO`` (the scenario), ``MCP_CONFORMANCE_PROTOCOL_VERSION`` (this client
-speaks 2026-07-28 only) and, for some scenarios, ``MCP_CONFORMANCE_CONTEXT`` (JSON, e.g. the tool
-calls to make). The checks come from what the mock server saw.
+``MCP_CONFORMANCE_SCENARIO`` (the scenario), ``MCP_CONFORMANCE_PROTOCOL_VERSION`` (0.2.x runners
+only; the revision the scenario runs at) and, for some scenarios, ``MCP_CONFORMANCE_CONTEXT`` (JSON,
+e.g. the tool calls to make). The checks come from what the mock server saw.
 
-What it does is what a generic tools client does, with no knowledge of the checks:
-``server/discover``; ``tools/list`` (through `Client.list_tools`); every tool called through
-`mcp_tasks.call_and_await` (the Tasks extension declared; a task is awaited), with the calls from
-the context when it names some, else with arguments made from each tool's inputSchema; then
+It works for both runners unchanged: the client detects the era as any script's would
+(``protocol="auto"``: ``server/discover`` for a 2026-07-28 server, else ``initialize``), so the 0.1.16
+scenarios (2025-11-25 and older, no version in the environment) and the 0.2.x ones (2026-07-28) run
+the same code. A version in the environment that this library does not speak is a usage error.
+
+What it does is what a generic tools client does, with no knowledge of the checks: connect (the
+server's capabilities, from ``server/discover`` or ``initialize``); ``tools/list`` (through
+`Client.list_tools`); every tool called through `mcp_tasks.call_and_await` (a task, in either era,
+is awaited), with the calls from the context when it names some, else with arguments made from
+each tool's inputSchema; then
 ``resources/list`` + ``resources/read`` and ``prompts/list`` + ``prompts/get`` when the server
 advertises those. Input requests are answered by a form handler that fills the requested schema.
 A scenario that defines the client's part in its description has a plan below
@@ -37,7 +43,7 @@ from typing import Any
 
 import mcp_tasks as mt
 
-PROTOCOL_VERSION = "2026-07-28"
+SPOKEN = ("2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26")
 TIMEOUT = 10.0
 
 
@@ -194,9 +200,12 @@ class Run:
 
     def run(self) -> None:
         """The whole scenario."""
-        discovered = self.attempt("server/discover", lambda: self.client.discover(timeout=TIMEOUT))
-        if isinstance(discovered, dict) and isinstance(discovered.get("capabilities"), dict):
-            self.capabilities = discovered["capabilities"]
+        # The first request detects the era (server/discover, else initialize); the capabilities
+        # come from whichever answered.
+        capabilities = self.attempt("connect", lambda: self.client.server_capabilities)
+        if isinstance(capabilities, dict):
+            self.capabilities = capabilities
+        log(f"connected: {self.client.protocol_version} ({self.client.era})")
         if "tools" in self.capabilities:
             # list_tools() pages through tools/list and leaves out tools whose x-mcp-header
             # annotations a client must refuse.
@@ -294,14 +303,14 @@ def main(argv: list[str]) -> int:
         return 2
     url = argv[-1]
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
-    version = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION", PROTOCOL_VERSION)
+    version = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION")
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
     report_path = os.environ.get("MCP_TASKS_CONFORMANCE_REPORT")
     log(f"scenario={scenario!r} protocol={version} url={url} context={context or None}")
     report: dict[str, Any] = {"scenario": scenario, "url": url, "finished": False}
     try:
-        if version != PROTOCOL_VERSION:
-            log(f"mcp_tasks speaks {PROTOCOL_VERSION} only, not {version}")
+        if version is not None and version not in SPOKEN:
+            log(f"mcp_tasks speaks {', '.join(SPOKEN)}, not {version}")
             report["unsupportedVersion"] = version
             return 2
         handlers = mt.InputHandlers(form=fill_form)

@@ -1,7 +1,9 @@
-"""The MCP conformance suite's client scenarios at 2026-07-28, one test each, run against
-tests/interop/conformance_client.py (a tools client on mcp_tasks' public API).
+"""The MCP conformance suite's client scenarios, one test each, run against
+tests/interop/conformance_client.py (a tools client on mcp_tasks' public API, which detects the era):
+the 2026-07-28 ones of runner 0.2.0-alpha.12 (.npm-peers) and the 2025-era ones of runner 0.1.16
+(.npm-peers-016), which only that release line has.
 
-The runner (.npm-peers, installed by .ci/peers.py) starts each scenario's mock server on 127.0.0.1
+Each runner (installed by .ci/peers.py) starts each scenario's mock server on 127.0.0.1
 (tests/interop/node20/preload.mjs pins it there, and lets the runner start on Node 20) and judges
 what the client sent. Failures of the library that are known are listed, each with its reason, in
 conformance-baseline.yml; a listed check that passes fails the test too (the runner calls the
@@ -11,9 +13,8 @@ The auth/* scenarios run with `mcp_tasks.OAuth` as the client's auth object: the
 set, the extension scenario auth/client-credentials-basic, and the two 2025-03-26 ones (forced to
 run at 2026-07-28: their point is the authorization fallback, not the older wire).
 
-Not run: initialize, sse-retry and elicitation-sep1034-client-defaults (2025-11-25 only: mcp_tasks
-speaks 2026-07-28); the sep-2640-* skills-extension scenarios (not a tools client's part; the runner
-skips them at 2026-07-28); and the auth extension scenarios that need signed JWTs or DPoP
+Not run: the sep-2640-* skills-extension scenarios (not a tools client's part; the runner skips them
+at 2026-07-28), and the auth extension scenarios that need signed JWTs or DPoP
 (client-credentials-jwt, enterprise-managed-authorization, dpop, dpop-nonce, wif-jwt-bearer), which
 mcp_tasks does not do.
 """
@@ -35,14 +36,26 @@ from tests.interop.conftest import HERE, require
 
 pytestmark = pytest.mark.interop
 
-NPM_DIR = ROOT / ".npm-peers"
-RUNNER = NPM_DIR / "node_modules" / ".bin" / "conformance"
+
 PRELOAD = HERE / "node20" / "preload.mjs"
 BASELINE = HERE / "conformance-baseline.yml"
 CLIENT = HERE / "conformance_client.py"
 SPEC_VERSION = "2026-07-28"
 
-SCENARIOS = [
+
+class Runner:
+    """One installed conformance runner: its folder, and the spec version to ask for (None: the
+    scenario's own, for 0.1.16, which has no --spec-version)."""
+
+    def __init__(self, folder: str, spec_version: str | None) -> None:
+        self.folder = ROOT / folder
+        self.bin = self.folder / "node_modules" / ".bin" / "conformance"
+        self.spec_version = spec_version
+
+
+RUNNERS = {"0.2.0-alpha.12": Runner(".npm-peers", SPEC_VERSION), "0.1.16": Runner(".npm-peers-016", None)}
+
+MODERN_SCENARIOS = [
     "tools_call",
     "request-metadata",
     "sep-2322-client-request-state",
@@ -52,7 +65,6 @@ SCENARIOS = [
     "json-schema-ref-no-deref",
     "json-schema-2020-12-preservation",
 ]
-
 AUTH_SCENARIOS = [
     "auth/metadata-default",
     "auth/metadata-var1",
@@ -88,6 +100,12 @@ FORCED_SCENARIOS = [
     "auth/2025-03-26-oauth-endpoint-fallback",
 ]
 
+# The 2025-era scenarios (stateful sessions: initialize, Mcp-Session-Id, the GET stream).
+LEGACY_SCENARIOS = ["initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry"]
+SCENARIOS = [("0.2.0-alpha.12", name) for name in MODERN_SCENARIOS + AUTH_SCENARIOS + FORCED_SCENARIOS] + [
+    ("0.1.16", name) for name in LEGACY_SCENARIOS
+]
+
 # Requests of the conformance client that fail by the scenario's design, as (request, code).
 EXPECTED_CLIENT_FAILURES: dict[str, list[tuple[str, int]]] = {
     # The mock serves tools/list only (its point is that the client never fetches a network $ref).
@@ -96,7 +114,7 @@ EXPECTED_CLIENT_FAILURES: dict[str, list[tuple[str, int]]] = {
     # resource, a wrong or missing iss, poisoned authorization server metadata, a 403 that asks for
     # scopes the token already has.
     **{
-        name: [("server/discover", -32000)]
+        name: [("connect", -32000)]
         for name in (
             "auth/resource-mismatch",
             "auth/iss-supported-missing",
@@ -129,19 +147,24 @@ def summary(checks: list[dict[str, Any]]) -> str:
     )
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS + AUTH_SCENARIOS + FORCED_SCENARIOS)
-def test_client_scenario(scenario: str, tmp_path: Path) -> None:
-    runner = require(RUNNER, "the conformance suite")
+@pytest.mark.parametrize(("release", "scenario"), SCENARIOS, ids=[f"{r}-{s}" for r, s in SCENARIOS])
+def test_client_scenario(release: str, scenario: str, tmp_path: Path) -> None:
+    installed = RUNNERS[release]
+    runner = require(installed.bin, f"the conformance suite {release}")
     command = f"{sys.executable} {CLIENT}"
     if " " in command.replace(" ", "", 1):
         pytest.fail(f"the runner splits --command on spaces, so these paths must have none: {command}")
     report_path = tmp_path / "client-report.json"
     out = tmp_path / "results"
-    argv = [str(runner), "client", "--command", command, "--scenario", scenario, "--spec-version", SPEC_VERSION]
-    argv += ["--expected-failures", str(BASELINE), "-o", str(out), "--timeout", "30000"]
+    argv = [str(runner), "client", "--command", command, "--scenario", scenario]
+    if installed.spec_version is not None:
+        argv += ["--spec-version", installed.spec_version]
     if scenario in FORCED_SCENARIOS:
         argv.append("--force")
-    done = subprocess.run(argv, cwd=NPM_DIR, env=runner_env(report_path), capture_output=True, text=True, timeout=180)
+    argv += ["--expected-failures", str(BASELINE), "-o", str(out), "--timeout", "30000"]
+    done = subprocess.run(
+        argv, cwd=installed.folder, env=runner_env(report_path), capture_output=True, text=True, timeout=180
+    )
     output = f"$ {' '.join(argv)}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}"
 
     results = sorted(out.glob("**/checks.json"))
@@ -167,7 +190,7 @@ def test_every_baseline_entry_names_a_scenario_run_here_and_gives_its_reason() -
         if not entry:
             continue
         scenario = entry.group(1).split(":", 1)[0]
-        assert scenario in SCENARIOS + AUTH_SCENARIOS + FORCED_SCENARIOS, (
+        assert scenario in MODERN_SCENARIOS + AUTH_SCENARIOS + FORCED_SCENARIOS + LEGACY_SCENARIOS, (
             f"line {number + 1}: {scenario} is not run by this module"
         )
         above = lines[number - 1].strip() if number else ""

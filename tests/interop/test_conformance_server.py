@@ -17,7 +17,9 @@ import pytest
 from mcp_tasks.server import serve_http
 from tests.interop.conformance_server import make
 from tests.interop.conftest import HERE, require
-from tests.interop.test_conformance import NPM_DIR, RUNNER, runner_env, summary
+from tests.interop.test_conformance import RUNNERS, runner_env, summary
+
+MODERN = RUNNERS["0.2.0-alpha.12"]
 
 pytestmark = pytest.mark.interop
 
@@ -39,7 +41,7 @@ SCENARIOS = [
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_server_scenario(scenario: str, tmp_path: Path) -> None:
-    runner = require(RUNNER, "the conformance suite")
+    runner = require(MODERN.bin, "the conformance suite")
     server = make()
     http = serve_http(server)  # the default keepalive (5 s)
     try:
@@ -47,7 +49,12 @@ def test_server_scenario(scenario: str, tmp_path: Path) -> None:
         argv = [str(runner), "server", "--url", http.url, "--scenario", scenario]
         argv += ["--expected-failures", str(BASELINE), "-o", str(out), "--timeout", "60000"]
         done = subprocess.run(
-            argv, cwd=NPM_DIR, env=runner_env(tmp_path / "unused.json"), capture_output=True, text=True, timeout=240
+            argv,
+            cwd=MODERN.folder,
+            env=runner_env(tmp_path / "unused.json"),
+            capture_output=True,
+            text=True,
+            timeout=240,
         )
     finally:
         http.close()

@@ -1,7 +1,7 @@
 """An example MCP server with one task tool, served over stdio.
 
-python examples/export_server.py            # stdio
-python -m mcp_tasks.server examples.export_server:server --http 127.0.0.1:8765
+python -m mcp_tasks.examples.export_server            # stdio
+python -m mcp_tasks.server mcp_tasks.examples.export_server:server --http 127.0.0.1:8765
 """
 
 from __future__ import annotations
