@@ -144,7 +144,7 @@ def task(task_id: str, status: str = "working", **extra: Any) -> dict[str, Any]:
 
 
 def created(request: Request, task_id: str) -> dict[str, Any]:
-    return result(request, {"resultType": "task", "task": task(task_id)})
+    return result(request, {"resultType": "task", **task(task_id)})
 
 
 def completed(task_id: str, value: str = "done") -> dict[str, Any]:
@@ -186,6 +186,11 @@ class ForeignServer:
 
     def close(self) -> None:
         self._closed = True
+        try:
+            self.listener.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept (close alone does not)
+        except OSError:
+            pass
+        self._acceptor.join(5)
         self.listener.close()
         with self.lock:
             socks = list(self._socks)
@@ -258,5 +263,3 @@ def trickle(conn: Conn, data: bytes, pause: float, stop: threading.Event) -> Non
         if stop.wait(pause):
             return
         conn.send(data[i : i + 1])
-
-
