@@ -48,7 +48,8 @@ LINT_TOOLS = ("mypy", "ruff", "types-")
 
 def ensure_floors_venv() -> Path:
     """Create .venv-floors: the project at exactly the floors in .ci/floors.txt, and the test
-    extra without the lint tools (their stubs want newer libraries than the floors)."""
+    extra without the lint tools (their stubs want newer libraries than the floors).
+    """
     floors = ROOT / ".ci" / "floors.txt"
     stamp_value = hashlib.sha256((ROOT / "setup.cfg").read_bytes() + floors.read_bytes()).hexdigest()
     bin_dir = FLOORS_VENV / ("Scripts" if os.name == "nt" else "bin")
