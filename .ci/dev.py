@@ -3,10 +3,12 @@
 python3 .ci/dev.py demo            the demo: a task end to end on the embedded reference server
 python3 .ci/dev.py test [ARGS]     the whole test suite (ARGS go to pytest)
 python3 .ci/dev.py lint            ruff and mypy --strict
+python3 .ci/dev.py floors [ARGS]   the fast suite in .venv-floors, at the dependency floors (.ci/floors.txt)
 """
 
 from __future__ import annotations
 
+import configparser
 import hashlib
 import os
 import subprocess
@@ -40,10 +42,42 @@ def ensure_venv() -> Path:
     return python
 
 
+FLOORS_VENV = ROOT / ".venv-floors"
+LINT_TOOLS = ("mypy", "ruff", "types-")
+
+
+def ensure_floors_venv() -> Path:
+    """Create .venv-floors: the project at exactly the floors in .ci/floors.txt, and the test
+    extra without the lint tools (their stubs want newer libraries than the floors).
+    """
+    floors = ROOT / ".ci" / "floors.txt"
+    stamp_value = hashlib.sha256((ROOT / "setup.cfg").read_bytes() + floors.read_bytes()).hexdigest()
+    bin_dir = FLOORS_VENV / ("Scripts" if os.name == "nt" else "bin")
+    stamp = FLOORS_VENV / ".installed"
+    if stamp.exists() and stamp.read_text() == stamp_value:
+        return bin_dir / "python"
+    venv.EnvBuilder(with_pip=True, clear=True).create(FLOORS_VENV)
+    python = bin_dir / "python"
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg")
+    extra = [line.strip() for line in config["options.extras_require"]["test"].splitlines() if line.strip()]
+    tests = [req for req in extra if not req.startswith(LINT_TOOLS)]
+    run(python, "-m", "pip", "install", "--quiet", "-c", floors, "-e", ".", *tests)
+    run(python, "-m", "pip", "check")
+    stamp.write_text(stamp_value)
+    return python
+
+
 def main(argv: list[str]) -> int:
     """Dispatch a command; returns the exit code."""
     command = argv[0] if argv else "test"
     rest = argv[1:]
+    if command == "floors":
+        try:
+            run(ensure_floors_venv(), "-m", "pytest", "-m", "not interop", "-q", *rest)
+        except subprocess.CalledProcessError as exc:
+            return exc.returncode or 1
+        return 0
     python = ensure_venv()
     try:
         if command == "demo":

@@ -109,7 +109,7 @@ class Harness:
             if self.transport == "direct":
                 client = mt.Client.direct(self.server, **client_opts)
             else:
-                http = serve_http(self.server, keepalive=0.2)
+                http = serve_http(self.server)
                 self._http.append(http)
                 client = mt.Client.http(http.url, **client_opts)
         self._clients.append(client)

@@ -173,7 +173,7 @@ def test_options_are_checked(client: mt.Client) -> None:
 
 def test_a_cut_http_connection_closes_with_an_error() -> None:
     server = make_server()
-    http = serve_http(server, keepalive=0.2)
+    http = serve_http(server)
     client = mt.Client.http(http.url)
     sub = client.listen({"toolsListChanged": True})
     http._httpd.close_connections()  # cut the sockets under the stream
@@ -221,7 +221,7 @@ def test_a_direct_server_that_fails_while_streaming() -> None:
 def test_http_listen_is_an_event_stream() -> None:
     """Scenario 53: a 200 text/event-stream whose first event is the acknowledgement."""
     server = make_server()
-    with serve_http(server, keepalive=0.2) as http:
+    with serve_http(server) as http:
         body = {
             "jsonrpc": "2.0",
             "id": "listen-1",

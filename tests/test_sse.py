@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from mcp_tasks import McpError
 from mcp_tasks.transports._sse import SseDecoder, SseEvent
 
 
@@ -71,3 +72,34 @@ def test_an_unfinished_event_is_held_back() -> None:
     assert decoder.feed(b"data: partial") == []
     assert decoder.feed(b"\n") == []
     assert decoder.feed(b"\n") == [SseEvent("partial")]
+
+
+def test_a_line_past_the_cap_is_an_error_even_without_a_newline() -> None:
+    decoder = SseDecoder(max_line=1000, max_event=1000)
+    decoder.feed(b"data: " + b"x" * 900)
+    with pytest.raises(McpError, match="SSE line longer than 1000 bytes") as error:
+        decoder.feed(b"x" * 200)
+    assert error.value.kind == "transport"
+
+
+def test_an_event_past_the_cap_is_an_error() -> None:
+    decoder = SseDecoder(max_line=1000, max_event=1500)
+    decoder.feed(b"data: " + b"x" * 800 + b"\n")
+    with pytest.raises(McpError, match="SSE event larger than 1500 bytes"):
+        decoder.feed(b"data: " + b"x" * 800 + b"\n")
+
+
+def test_the_default_caps_take_a_large_event_in_small_pieces() -> None:
+    payload = b"y" * (4 * 1024 * 1024)
+    stream = b"data: " + payload + b"\n\n"
+    events = decode_all(*[stream[i : i + 65536] for i in range(0, len(stream), 65536)])
+    assert len(events) == 1 and len(events[0].data) == len(payload)
+
+
+def test_a_bom_split_across_reads() -> None:
+    assert decode_all(b"\xef", b"\xbb", b"\xbfdata: a\n\n") == [SseEvent("a")]
+
+
+def test_priming_events_dispatch_with_empty_data() -> None:
+    # The decoder follows WHATWG (an event with empty data is dispatched); the transport skips it.
+    assert decode_all(b"id: 1\ndata:\n\n") == [SseEvent("", id="1")]
