@@ -296,7 +296,10 @@ class HttpTransport(Transport):
             allow_redirects=False,
         ).raw
         response = _Response(raw, self._where)
-        return GetResponse(response.status, iter(lambda: response.chunk(None), b""), response.sock, response.finish)
+        # The reader sets the socket's timeout itself (none on the standing stream, the call's
+        # deadline when an answer is resumed).
+        chunks = iter(lambda: response.chunk(None, keep_timeout=True), b"")
+        return GetResponse(response.status, chunks, response.sock, response.finish)
 
     def _end_session(self) -> None:
         """DELETE a handshake session the server gave an id for (best effort, bounded)."""
@@ -450,10 +453,11 @@ class _Response:
         self._finished = False
         self._body: bytes | None = None
 
-    def chunk(self, deadline: Deadline | None) -> bytes:
+    def chunk(self, deadline: Deadline | None, *, keep_timeout: bool = False) -> bytes:
         """The next decoded bytes of the body, b"" at its end. Each receive gets only the time
-        left (no limit without a deadline). Raises `RequestTimeout`, or a retryable
-        `TransportError` when the connection breaks or the body ends early.
+        left (no limit without a deadline; `keep_timeout` leaves the socket's timeout to whoever
+        set it). Raises `RequestTimeout`, or a retryable `TransportError` when the connection
+        breaks or the body ends early.
         """
         inflate = self._inflate
         while True:
@@ -464,7 +468,7 @@ class _Response:
                 continue
             if self.ended:
                 return b""
-            data = self._receive(deadline)
+            data = self._receive(deadline, keep_timeout)
             if not data:
                 self.ended = True
                 left = getattr(self._fp, "length", None)
@@ -477,9 +481,9 @@ class _Response:
             if data:
                 return data
 
-    def _receive(self, deadline: Deadline | None) -> bytes:
+    def _receive(self, deadline: Deadline | None, keep_timeout: bool = False) -> bytes:
         step = None if deadline is None else deadline.step()
-        if self._sock is not None:
+        if self._sock is not None and not keep_timeout:
             self._sock.settimeout(step)
         try:
             data: bytes = self._fp.read1(_READ_SIZE)
