@@ -15,7 +15,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from mcp_tasks._client import Client
 from mcp_tasks._display import StatusDisplay
@@ -118,6 +118,22 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument(
         "--header", type=_header, action="append", default=[], metavar="'NAME: VALUE'", help="an HTTP header to send"
     )
+    oauth = common.add_argument_group("OAuth (http targets)")
+    oauth.add_argument(
+        "--oauth",
+        action="store_true",
+        help="authorize with OAuth 2.1 when the server asks (the browser opens; tokens are kept in your config folder)",
+    )
+    oauth.add_argument("--client-id", metavar="ID", help="a client registered with the authorization server")
+    oauth.add_argument(
+        "--client-secret", metavar="SECRET", help="its secret (with no person to ask: the client credentials grant)"
+    )
+    oauth.add_argument("--scope", metavar="SCOPES", help="the scopes to ask for (space-separated)")
+    oauth.add_argument(
+        "--grant",
+        choices=("authorization_code", "client_credentials"),
+        help="how to get a token (default: client_credentials with a secret, else a person in the browser)",
+    )
     waits = argparse.ArgumentParser(add_help=False)
     waits.add_argument("--timeout", type=_positive, default=None, help="seconds to wait in all (default: no limit)")
     waits.add_argument(
@@ -193,8 +209,32 @@ def _load(target: str) -> Any:
 
 
 def _auth(args: argparse.Namespace) -> Any:
-    """The ``auth=`` object for an HTTP target (None: none). OAuth flags plug in here."""
-    return None
+    """The ``auth=`` object for an HTTP target: `OAuth` with ``--oauth`` (None without)."""
+    given = [
+        flag
+        for flag, value in (
+            ("--client-id", args.client_id),
+            ("--client-secret", args.client_secret),
+            ("--scope", args.scope),
+        )
+        if value is not None
+    ]
+    if not args.oauth:
+        if given:
+            raise UsageError(f"{', '.join(given)} go with --oauth")
+        return None
+    if _kind(args.target) != "http":
+        raise UsageError("--oauth applies to http(s) targets only")
+    if args.client_secret is not None and args.client_id is None:
+        raise UsageError("--client-secret needs the --client-id it belongs to")
+    from mcp_tasks._oauth import cli_oauth
+
+    grant: Literal["authorization_code", "client_credentials"] = args.grant or (
+        "client_credentials" if args.client_secret is not None else "authorization_code"
+    )
+    if grant == "client_credentials" and args.client_secret is None:
+        raise UsageError("--grant client_credentials needs --client-id and --client-secret")
+    return cli_oauth(client_id=args.client_id, client_secret=args.client_secret, scope=args.scope, grant=grant)
 
 
 def _connect(args: argparse.Namespace, handlers: InputHandlers) -> Client:
@@ -202,8 +242,9 @@ def _connect(args: argparse.Namespace, handlers: InputHandlers) -> Client:
     headers = dict(args.header)
     if headers and kind != "http":
         raise UsageError("--header applies to http(s) targets only")
+    auth = _auth(args)
     if kind == "http":
-        return Client.http(args.target, headers=headers or None, auth=_auth(args), input_handlers=handlers)
+        return Client.http(args.target, headers=headers or None, auth=auth, input_handlers=handlers)
     if kind == "module":
         return Client.direct(_load(args.target), input_handlers=handlers)
     argv = shlex.split(args.target)

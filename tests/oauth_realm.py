@@ -188,6 +188,10 @@ class _Handler(BaseHTTPRequestHandler):
                 if request is None or request.get("code_challenge") != challenge:
                     return self._send(400, {"error": "invalid_grant"})
                 scopes = set(request.get("scope", "").split())
+            elif grant == "client_credentials":
+                if not (self.headers.get("Authorization", "").startswith("Basic ") or form.get("client_secret")):
+                    return self._send(401, {"error": "invalid_client"})
+                scopes = set(form.get("scope", "").split())
             elif grant == "refresh_token":
                 scopes_or_none = realm.refresh.pop(form.get("refresh_token", ""), None)
                 if scopes_or_none is None:

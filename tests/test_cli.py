@@ -235,3 +235,36 @@ def test_tools_version_and_help(project: Path) -> None:
     assert run("--version").stdout.startswith("mcp-tasks ")
     helped = run("--help").stdout
     assert "exit codes:" in helped and "130" in helped and "`" not in helped
+
+
+def test_oauth_client_credentials_from_the_command_line(tmp_path: Path) -> None:
+    """--oauth with a client id and secret: the token comes by the client credentials grant, is
+    kept owner-only in the user's config folder, and the secret is never printed."""
+    from tests.oauth_realm import Realm
+
+    realm = Realm()
+    realm.token_auth_methods = ["client_secret_basic"]
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path), "HOME": str(tmp_path)}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "mcp_tasks", "tools", realm.url, "--oauth", "--client-id", "cli"]
+            + ["--client-secret", "s3cret-value"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+            cwd=tmp_path,
+        )
+        assert done.returncode == 0, done.stderr
+        assert realm.counts["token:client_credentials"] == 1
+        assert "s3cret-value" not in done.stdout + done.stderr
+        tokens = tmp_path / "mcp_tasks" / "tokens.json"
+        assert tokens.stat().st_mode & 0o077 == 0
+    finally:
+        realm.close()
+
+
+def test_oauth_flags_without_oauth_are_a_usage_error(tmp_path: Path) -> None:
+    done = run("tools", "http://127.0.0.1:9/mcp", "--client-id", "x", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "--client-id go with --oauth" in done.stderr and "Traceback" not in done.stderr
