@@ -237,6 +237,9 @@ def test_tools_version_and_help(project: Path) -> None:
     assert "exit codes:" in helped and "130" in helped and "`" not in helped
 
 
+SECRET = ("--client-secret", "s3cret-value")
+
+
 def test_oauth_client_credentials_from_the_command_line(tmp_path: Path) -> None:
     """--oauth with a client id and secret: the token comes by the client credentials grant, is
     kept owner-only in the user's config folder, and the secret is never printed."""
@@ -247,8 +250,7 @@ def test_oauth_client_credentials_from_the_command_line(tmp_path: Path) -> None:
     env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path), "HOME": str(tmp_path)}
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "mcp_tasks", "tools", realm.url, "--oauth", "--client-id", "cli"]
-            + ["--client-secret", "s3cret-value"],
+            [sys.executable, "-m", "mcp_tasks", "tools", realm.url, "--oauth", *("--client-id", "cli"), *SECRET],
             capture_output=True,
             text=True,
             timeout=120,
