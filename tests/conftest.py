@@ -42,6 +42,12 @@ def no_leftover_threads() -> Iterator[None]:
     assert mcp_threads() == []
 
 
+STREAM_GONE = 30.0
+"""How long a test gives the reference server to notice that a client closed its listen stream:
+over HTTP a server sees it only when a write fails, at its next keep-alive (every 5 s) or the one
+after, as real servers do."""
+
+
 def eventually(check: Callable[[], Any], timeout: float = 10.0, message: str = "condition") -> Any:
     """Re-check a condition until it holds (for state in another process); fails after `timeout`."""
     end = time.monotonic() + timeout

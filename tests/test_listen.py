@@ -11,7 +11,7 @@ import requests
 
 import mcp_tasks as mt
 from mcp_tasks.server import Exchange, serve_http
-from tests.conftest import Background, Harness, eventually, mcp_threads, open_streams
+from tests.conftest import STREAM_GONE, Background, Harness, eventually, mcp_threads, open_streams
 from tests.fixtures.servers import make_server
 
 DECLARED = {"io.modelcontextprotocol/clientCapabilities": mt.capabilities()}
@@ -80,7 +80,7 @@ def test_close_ends_the_stream_on_the_server_and_is_idempotent(harness: Harness)
     assert sub.next(0) == mt.Closed(None)
     assert list(sub) == [mt.Closed(None)]
     assert not [t for t in mcp_threads() if t.startswith("mcp_tasks-listen")]
-    eventually(lambda: open_streams(client) == 0, message="the server closed its side")
+    eventually(lambda: open_streams(client) == 0, timeout=STREAM_GONE, message="the server closed its side")
 
 
 def test_the_server_ending_the_stream_is_a_normal_close_after_the_queued_events(harness: Harness) -> None:
@@ -257,7 +257,7 @@ def test_many_subscriptions_at_once(harness: Harness) -> None:
         assert event.params["_meta"]["io.modelcontextprotocol/subscriptionId"] == sub.id
     for sub in subs:
         sub.close()
-    eventually(lambda: open_streams(client) == 0, message="every stream closed on the server")
+    eventually(lambda: open_streams(client) == 0, timeout=STREAM_GONE, message="every stream closed on the server")
 
 
 # -- next() and close() (issue 9) -----------------------------------------------------------------

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import mcp_tasks as mt
-from tests.conftest import Background, Harness, accept_form, eventually, open_streams, release
+from tests.conftest import STREAM_GONE, Background, Harness, accept_form, eventually, open_streams, release
 
 FORM_REQUEST = {
     "method": "elicitation/create",
@@ -334,7 +334,7 @@ def test_a_notification_completes_the_wait(harness: Harness) -> None:
     release(client)
     assert waiter.result()["structuredContent"] == {"label": "via notification", "computed": True}
     assert len(gets(client)) == 1  # no poll: the notification did it
-    eventually(lambda: open_streams(client) == 0, message="stream closed")
+    eventually(lambda: open_streams(client) == 0, timeout=STREAM_GONE, message="stream closed")
 
 
 @pytest.mark.parametrize("error", [False, True])
@@ -646,17 +646,17 @@ def test_the_stream_is_closed_on_every_exit(harness: Harness) -> None:
     client = harness.client()
 
     mt.call_and_await(client, "slow_compute", listen=True, timeout=10)
-    eventually(lambda: open_streams(client) == 0, message="closed after success")
+    eventually(lambda: open_streams(client) == 0, timeout=STREAM_GONE, message="closed after success")
 
     def boom(status: mt.Status) -> None:
         raise KeyError("from on_status")
 
     with pytest.raises(KeyError):
         mt.call_and_await(client, "slow_compute", {"block": True}, listen=True, timeout=10, on_status=boom)
-    eventually(lambda: open_streams(client) == 0, message="closed after an error")
+    eventually(lambda: open_streams(client) == 0, timeout=STREAM_GONE, message="closed after an error")
     with pytest.raises(mt.TaskTimeout):
         mt.call_and_await(client, "slow_compute", {"block": True}, listen=True, timeout=0.3)
-    eventually(lambda: open_streams(client) == 0, message="closed after a timeout")
+    eventually(lambda: open_streams(client) == 0, timeout=STREAM_GONE, message="closed after a timeout")
     release(client)
 
 

@@ -8,7 +8,7 @@ import pytest
 
 import mcp_tasks as mt
 from mcp_tasks.server import Exchange
-from tests.conftest import Harness, accept_form, eventually, open_streams
+from tests.conftest import STREAM_GONE, Harness, accept_form, eventually, open_streams
 
 
 def test_input_is_answered_from_a_notification(harness: Harness) -> None:
@@ -31,7 +31,7 @@ def test_a_handler_exception_still_closes_the_stream(harness: Harness) -> None:
     client = harness.client(server={"poll_interval": 600}, input_handlers=mt.InputHandlers(form=explode))
     with pytest.raises(RuntimeError):
         mt.call_and_await(client, "confirm_delete", listen=True, timeout=10)
-    eventually(lambda: open_streams(client) == 0, message="closed")
+    eventually(lambda: open_streams(client) == 0, timeout=STREAM_GONE, message="closed")
 
 
 class LegacyPusher:
