@@ -812,6 +812,11 @@ class Client:
         if kind_of(message) is None:
             log.warning("the server sent a request (%s) this client does not serve; refusing it", method)
             return _error_response(message, McpError(METHOD_NOT_FOUND, f"Method not found: {method}"))
+        answerer = self._connection.inputs.answerer_for(message)
+        if answerer is not None:
+            response = answerer(message)  # a wait for the request's task answers by its input strategy
+            if response is not None:
+                return response
         try:
             answered = answer_all(self._handlers, {"request": message}, message)
         except NoHandler as missing:
@@ -834,6 +839,8 @@ class Client:
         if method == "notifications/tasks/status":
             task_id = params.get("taskId")
             if isinstance(task_id, str) and task_id:
+                if params.get("status") == "input_required":
+                    self._connection.inputs.asking(task_id)
                 self._connection.board.publish(task_id)
         callback = self._on_notification
         if callback is None:

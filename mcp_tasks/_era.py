@@ -27,7 +27,16 @@ from mcp_tasks._errors import (
 )
 from mcp_tasks._wire import PROTOCOL_VERSION, malformed
 
-__all__ = ["HANDSHAKE_VERSIONS", "PROTOCOLS", "Connection", "Era", "StatusBoard", "is_handshake_refusal"]
+__all__ = [
+    "HANDSHAKE_VERSIONS",
+    "PROTOCOLS",
+    "Answerer",
+    "Connection",
+    "Era",
+    "InputRoutes",
+    "StatusBoard",
+    "is_handshake_refusal",
+]
 
 Era = Literal["modern", "legacy"]
 
@@ -37,6 +46,13 @@ HANDSHAKE_VERSIONS = (LEGACY_VERSION, "2025-06-18", "2025-03-26")
 PROTOCOLS = ("auto", PROTOCOL_VERSION, *HANDSHAKE_VERSIONS)
 """What ``protocol=`` accepts: ``"auto"`` (detect), or one revision to pin."""
 HANDSHAKE_HTTP_STATUSES = frozenset({400, 404, 405})
+
+RELATED_TASK = "io.modelcontextprotocol/related-task"
+
+Answerer = Callable[[dict[str, Any]], "dict[str, Any] | None"]
+"""A running wait's answer to a server request about its task: the response message, or None to
+leave the request to the client's input handlers.
+"""
 
 Send = Callable[[str, Mapping[str, Any] | None, Deadline], dict[str, Any]]
 
@@ -93,6 +109,55 @@ class StatusBoard:
             return self._changed.wait_for(lambda: self._versions.get(task_id, 0) != seen, timeout)
 
 
+class InputRoutes:
+    """Which running wait answers a legacy server's input request (servers send them as requests
+    of their own): the wait for the task the request names in ``_meta`` related-task, else the
+    task the server last said needs input, else the only wait running. None leaves the request
+    to the client's input handlers.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._waits: dict[str, list[Answerer]] = {}
+        self._asking: str | None = None
+
+    def add(self, task_id: str, answerer: Answerer) -> None:
+        """A wait for `task_id` started."""
+        with self._lock:
+            self._waits.setdefault(task_id, []).append(answerer)
+
+    def remove(self, task_id: str, answerer: Answerer) -> None:
+        """The wait ended."""
+        with self._lock:
+            waits = self._waits.get(task_id, [])
+            if answerer in waits:
+                waits.remove(answerer)
+            if not waits:
+                self._waits.pop(task_id, None)
+
+    def asking(self, task_id: str) -> None:
+        """A status notification said `task_id` needs input (some servers' requests name no task)."""
+        self._asking = task_id
+
+    def answerer_for(self, request: Mapping[str, Any]) -> Answerer | None:
+        """The wait that answers `request`, or None."""
+        params = request.get("params")
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        related = meta.get(RELATED_TASK) if isinstance(meta, dict) else None
+        named = related.get("taskId") if isinstance(related, dict) else None
+        with self._lock:
+            if isinstance(named, str):
+                task_id: str | None = named
+            elif self._asking in self._waits:
+                task_id = self._asking
+            elif len(self._waits) == 1:
+                task_id = next(iter(self._waits))
+            else:
+                return None
+            waits = self._waits.get(task_id or "")
+            return waits[-1] if waits else None
+
+
 class Connection:
     """The era of one connection: what was negotiated, the server's capabilities and info, the
     tools' task support (legacy), and the status board. Negotiated once, under a lock, so that
@@ -109,6 +174,7 @@ class Connection:
         self._discovered: dict[str, Any] | None = None
         self.task_support: dict[str, str] = {}
         self.board = StatusBoard()
+        self.inputs = InputRoutes()
 
     # -- what was negotiated ------------------------------------------------------------------
 

@@ -11,9 +11,12 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, Union, cast
 
+import attrs
+
 from mcp_tasks._client import UNSET
 from mcp_tasks._clock import Deadline, check_duration, check_timeout, pause
 from mcp_tasks._errors import (
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
     REQUEST_TIMEOUT,
@@ -122,6 +125,11 @@ class _Wait:
         self.seen: tuple[Any, ...] | None = None
         self.just_answered = False
         self.input_declined = False  # the strategy left some input unanswered: ask again later
+        # Legacy sessions: the server asks for input with requests of its own, answered on the
+        # thread that reads them; what stops the wait is kept here for the wait's thread.
+        self.stopped: Status | Exception | None = None
+        self.follow_board = False  # a legacy listen: sleep until a status notification names the task
+        self.mark = 0  # the board's count for the task before the last read
 
     # -- entry --------------------------------------------------------------------------------
 
@@ -130,9 +138,58 @@ class _Wait:
             self._notify(given)  # on_status hears the status the wait starts from
             if given.terminal and given.detailed:
                 return given
-        if self.options.listen and not self.client._connection.legacy:
-            return self._listen()  # a legacy session pushes its status notifications unasked
-        return self._poll(self._get())
+        connection = self.client._connection
+        if not connection.legacy:
+            return self._listen() if self.options.listen else self._poll(self._get())
+        self.follow_board = self.options.listen  # a legacy session pushes its status notifications unasked
+        connection.inputs.add(self.task_id, self._answer_request)
+        try:
+            return self._poll(self._get())
+        finally:
+            connection.inputs.remove(self.task_id, self._answer_request)
+
+    # -- legacy input: the server's own requests ----------------------------------------------
+
+    def _answer_request(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        """Answer a legacy server's input request about this task with the wait's input strategy,
+        as a pending request of the input_required status (keyed by the request's id). When the
+        strategy does not answer it, or fails, the server gets an error back and the wait stops
+        with that status (or raises that failure). None (no status read yet) leaves the request
+        to the client's input handlers.
+        """
+        if self.last is None:
+            return None
+        key = str(message.get("id"))
+        request = {"method": message.get("method"), "params": message.get("params", {})}
+        status = attrs.evolve(
+            self.last,
+            status=TaskState.INPUT_REQUIRED,
+            raw={**self.last.raw, "status": TaskState.INPUT_REQUIRED.value},
+            input_requests={key: request},
+        )
+        try:
+            responses = self.options.input.answer(self.client, status, {key: request})
+            response = responses.get(key) if isinstance(responses, Mapping) else None
+            if responses is not None and not isinstance(response, dict):
+                returned = response if isinstance(responses, Mapping) else responses
+                raise input_failure(key, ("invalid_return", returned), status)
+        except Exception as exc:  # reaches the caller from the wait's own thread
+            return self._stop(exc, message, INTERNAL_ERROR, "The client could not answer this request")
+        if response is None:
+            return self._stop(status, message, INTERNAL_ERROR, "The client's wait returned without answering")
+        self.just_answered = True
+        return {"jsonrpc": "2.0", "id": message.get("id"), "result": response}
+
+    def _stop(self, why: Status | Exception, message: dict[str, Any], code: int, text: str) -> dict[str, Any]:
+        self.stopped = why
+        self.client._connection.board.publish(self.task_id)  # a legacy listen wakes at once
+        return {"jsonrpc": "2.0", "id": message.get("id"), "error": McpError(code, text).to_wire()}
+
+    def _check_stopped(self) -> Status | None:
+        stopped = self.stopped
+        if isinstance(stopped, Exception):
+            raise stopped
+        return stopped
 
     # -- polling ------------------------------------------------------------------------------
 
@@ -159,7 +216,11 @@ class _Wait:
         left = self.deadline.remaining()  # read once for this step
         if left is not None and left <= 0:
             raise self._timed_out()
-        pause(interval if left is None else min(interval, left))
+        step = interval if left is None else min(interval, left)
+        if self.follow_board:
+            self.client._connection.board.wait(self.task_id, self.mark, step)
+        else:
+            pause(step)
 
     # -- listening ----------------------------------------------------------------------------
 
@@ -259,6 +320,11 @@ class _Wait:
 
     def _observe(self, status: Status) -> Status | None:
         """Take in one status; the final Status when the wait is over, else None."""
+        stopped = self._check_stopped()
+        if stopped is not None:  # a legacy input request the strategy did not answer
+            self.last = stopped
+            self._notify(stopped)
+            return stopped
         self.last = status
         self.input_declined = False
         self._notify(status)
@@ -292,7 +358,14 @@ class _Wait:
     # -- requests bounded by the deadline -----------------------------------------------------
 
     def _get(self) -> Status:
-        status: Status = self._bounded(lambda step: send_get(self.client, self.task_id, step, self.meta))
+        self.mark = self.client._connection.board.version(self.task_id)
+        try:
+            status: Status = self._bounded(lambda step: send_get(self.client, self.task_id, step, self.meta))
+        except McpError:
+            stopped = self._check_stopped()  # the read failed because the input was not answered
+            if stopped is None:
+                raise
+            return stopped
         return status
 
     def _bounded(self, send: Callable[[Deadline], Any]) -> Any:

@@ -11,7 +11,9 @@ prints ``listening on PORT`` once it is bound.
 Tools (``execution.taskSupport`` in brackets; task ones advertise a 100 ms poll interval):
     quick(x)               [optional] answers x + 1 at once
     slow(seconds, label)   [optional] sleeps, then returns a text
-    confirm_delete(item)   [optional] asks for a confirmation form through ctx.elicit (as a task,
+    slow_patient(seconds)  [optional] as slow, advertising a 10 minute poll interval
+    confirm_delete(item, pause)  [optional] works `pause` s, then asks for a confirmation form through
+                           ctx.elicit (as a task,
                            FastMCP pushes the elicitation/create request on its own, on stdout or
                            on the HTTP GET stream, while tasks/get still says working)
     failing()              [optional] raises ToolError: the task fails
@@ -53,9 +55,17 @@ async def slow(seconds: float = 0.3, label: str = "slow") -> str:
     return f"{label} done after {seconds}s"
 
 
+@server.tool(task=TaskConfig(mode="optional", poll_interval=timedelta(minutes=10)))
+async def slow_patient(seconds: float = 0.3) -> str:
+    """Like slow, but it advertises a 10 minute poll interval (waits that listen need not poll)."""
+    await asyncio.sleep(seconds)
+    return f"patient done after {seconds}s"
+
+
 @server.tool(task=OPTIONAL)
-async def confirm_delete(ctx: Context, item: str = "report.pdf") -> str:
-    """Delete an item once the user confirms it (asks through a form)."""
+async def confirm_delete(ctx: Context, item: str = "report.pdf", pause: float = 0.0) -> str:
+    """Delete an item once the user confirms it (asks through a form, after `pause` seconds of work)."""
+    await asyncio.sleep(pause)
     answer = await ctx.elicit(f"Delete {item}?", bool)
     if answer.action == "accept" and answer.data is True:
         return f"deleted {item}"

@@ -160,6 +160,38 @@ def test_input_is_answered_by_the_handler_whichever_way_the_server_asks(client: 
     assert text(mt.await_task(client, status, timeout=30)) == "deleted old.log"
 
 
+# fastmcp pushes its request as soon as the tool asks; one that comes before any wait for the task
+# runs goes to the input handlers, so its tool works a moment first ("pause"; mcp 1.30 ignores it).
+ASK_LATER = {"item": "old.log", "pause": 1.0}
+
+
+def test_input_return_stops_the_wait_with_the_servers_request(client: mt.Client) -> None:
+    status = mt.call_tool(client, "confirm_delete", ASK_LATER)
+    assert isinstance(status, mt.Status)
+    try:
+        with pytest.raises(mt.InputRequired) as asked:
+            mt.await_task(client, status, input="return", timeout=30)
+        stopped = asked.value.status
+        assert stopped.status is mt.TaskState.INPUT_REQUIRED and stopped.era == "legacy"
+        assert [request["method"] for request in stopped.input_requests.values()] == ["elicitation/create"]
+    finally:
+        with contextlib.suppress(mt.McpError):
+            mt.cancel_task(client, status)
+
+
+def test_a_function_answers_input_instead_of_the_handlers(client: mt.Client) -> None:
+    asked: list[mt.Status] = []
+
+    def decline(status: mt.Status) -> dict[str, Any]:
+        asked.append(status)
+        return {key: {"action": "decline"} for key in status.input_requests}
+
+    status = mt.call_tool(client, "confirm_delete", ASK_LATER)
+    assert isinstance(status, mt.Status)
+    assert text(mt.await_task(client, status, input=decline, timeout=30)) == "kept old.log"  # handlers accept
+    assert len(asked) == 1 and asked[0].task_id == status.task_id
+
+
 def test_a_failing_task_raises_task_failed_from_its_status(client: mt.Client) -> None:
     status = mt.call_tool(client, "failing")
     assert isinstance(status, mt.Status)
@@ -195,6 +227,15 @@ def test_listen_follows_the_session_and_polls(client: mt.Client) -> None:
     status = mt.call_tool(client, "slow", {"seconds": 0.2})
     assert isinstance(status, mt.Status)
     assert text(mt.await_task(client, status, listen=True, timeout=30)) == "slow done after 0.2s"
+
+
+def test_a_legacy_listen_wakes_on_the_status_notifications(client: mt.Client) -> None:
+    if "fastmcp" not in str(client.server_info.get("name")):
+        pytest.skip("fastmcp pushes notifications/tasks/status; mcp 1.30 does not")
+    status = mt.call_tool(client, "slow_patient", {"seconds": 0.2})
+    assert isinstance(status, mt.Status) and status.poll_interval_ms == 600_000
+    # Polling alone would read the task again only after ten minutes, past the wait's timeout.
+    assert text(mt.await_task(client, status, listen=True, timeout=60)) == "patient done after 0.2s"
 
 
 def test_list_tasks_gives_legacy_statuses(client: mt.Client) -> None:
