@@ -74,7 +74,9 @@ def main(argv: list[str]) -> int:
     rest = argv[1:]
     if command == "floors":
         try:
-            run(ensure_floors_venv(), "-m", "pytest", "-m", "not interop", "-q", *rest)
+            # Without the lint tools (see ensure_floors_venv), the mypy test has nothing to run.
+            skip = ["--ignore", str(ROOT / "tests" / "test_typing.py")]
+            run(ensure_floors_venv(), "-m", "pytest", "-m", "not interop", "-q", *skip, *rest)
         except subprocess.CalledProcessError as exc:
             return exc.returncode or 1
         return 0
