@@ -143,16 +143,21 @@ class PeerHttpServer:
 
     def stop(self) -> None:
         """Terminate the server (kill it if it lingers) and close its pipes."""
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(5)
-        if self.process.stdout is not None:
-            self.process.stdout.close()
-        self._log_file.close()
+        stop_process(self.process, self._log_file)
+
+
+def stop_process(process: subprocess.Popen[bytes], log_file: Any) -> None:
+    """End a peer server process: terminate, kill if it lingers, and close its stdout and log."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
+    if process.stdout is not None:
+        process.stdout.close()
+    log_file.close()
 
 
 @pytest.fixture(scope="module")

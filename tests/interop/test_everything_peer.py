@@ -28,7 +28,7 @@ import pytest
 
 import mcp_tasks as mt
 from tests.conftest import ROOT
-from tests.interop.conftest import HERE, STARTUP_DEADLINE, require, tail
+from tests.interop.conftest import HERE, STARTUP_DEADLINE, require, stop_process, tail
 
 pytestmark = pytest.mark.interop
 
@@ -93,14 +93,7 @@ class EverythingHttp:
                 time.sleep(0.1)
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(5)
-        self._log_file.close()
+        stop_process(self.process, self._log_file)
 
 
 @pytest.fixture(scope="module")

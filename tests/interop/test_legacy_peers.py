@@ -24,7 +24,7 @@ import pytest
 
 import mcp_tasks as mt
 from tests.conftest import ROOT
-from tests.interop.conftest import HERE, STARTUP_DEADLINE, require, tail
+from tests.interop.conftest import HERE, STARTUP_DEADLINE, require, stop_process, tail
 
 pytestmark = pytest.mark.interop
 
@@ -78,16 +78,7 @@ class LegacyHttpServer:
         return f"http://127.0.0.1:{int(line.split()[2])}/mcp"
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(5)
-        if self.process.stdout is not None:
-            self.process.stdout.close()
-        self._log_file.close()
+        stop_process(self.process, self._log_file)
 
 
 @pytest.fixture(scope="module")
