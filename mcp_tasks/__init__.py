@@ -27,28 +27,36 @@ from mcp_tasks._errors import (
     TaskTimeout,
     TransportError,
 )
-from mcp_tasks._input import InputHandlers, InputStrategy
+from mcp_tasks._input import InputHandlers
 from mcp_tasks._oauth import FileTokenStore, MemoryTokenStore, OAuth, TokenStore
+from mcp_tasks._options import ClientOptions
 from mcp_tasks._retry import Retry
 from mcp_tasks._status import Status, TaskState
 from mcp_tasks._subscription import Closed, Dropped, Notification, Subscription
 from mcp_tasks._tasks import (
+    CallOptions,
+    WaitOptions,
+    await_task,
+    call_and_await,
     call_tool,
     cancel_task,
     capabilities,
     get_task,
     list_tasks,
+    may_create_task,
     outcome,
     server_supports,
     update_task,
+    wait_task,
 )
+from mcp_tasks._tasks._strategies import InputStrategy
 from mcp_tasks._version import __version__
-from mcp_tasks._wait import CallOptions, await_task, call_and_await, wait_task
 
 __all__ = [
     "UNSET",
     "CallOptions",
     "Client",
+    "ClientOptions",
     "Closed",
     "Dropped",
     "FileTokenStore",
@@ -73,6 +81,7 @@ __all__ = [
     "TaskTimeout",
     "TokenStore",
     "TransportError",
+    "WaitOptions",
     "__version__",
     "await_task",
     "call_and_await",
@@ -81,6 +90,7 @@ __all__ = [
     "capabilities",
     "get_task",
     "list_tasks",
+    "may_create_task",
     "outcome",
     "server_supports",
     "update_task",

@@ -12,8 +12,7 @@ from mcp_tasks._client import Client
 from mcp_tasks._input import InputHandlers
 from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status
-from mcp_tasks._tasks import call_tool, server_supports
-from mcp_tasks._wait import await_task
+from mcp_tasks._tasks import await_task, call_tool, server_supports
 from mcp_tasks.server import Server, ToolContext
 
 __all__ = ["demo_server", "run_demo"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import urllib.parse
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import Any, Protocol
 
 import attrs
 
@@ -18,22 +18,28 @@ from mcp_tasks._errors import INTERNAL_ERROR, InputError, McpError
 from mcp_tasks._input_kinds import INPUT_KINDS, kind_of
 from mcp_tasks._redact import short_id
 
-if TYPE_CHECKING:
-    from mcp_tasks._status import Status
+
+class InputSubject(Protocol):
+    """What an input failure is about, when it is not a result dict: a task's status."""
+
+    @property
+    def task_id(self) -> str:
+        """The task's id."""
+
+    @property
+    def input_requests(self) -> dict[str, dict[str, Any]]:
+        """The requests the input was for."""
+
 
 __all__ = [
-    "FunctionStrategy",
     "Handler",
-    "HandlersStrategy",
     "InputHandlers",
-    "InputStrategy",
+    "InputSubject",
     "NoHandler",
-    "ReturnStrategy",
     "answer_all",
     "check_response",
     "input_failure",
     "kind_of",
-    "resolve_strategy",
 ]
 
 Handler = Callable[[dict[str, Any]], Any]
@@ -197,19 +203,7 @@ def _valid_roots(response: dict[str, Any]) -> bool:
     return json_safe(response) and isinstance(roots, list) and all(_valid_root(r) for r in roots)
 
 
-# -- input strategies: how a wait answers a task's input requests ------------------------------
-
-
-class InputStrategy(Protocol):
-    """How a wait answers input: return the responses to send (keyed as the requests are), an
-    empty dict to send nothing yet, or None to stop the wait with the input_required status.
-    """
-
-    def answer(self, client: Any, status: Status, pending: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
-        """Answer the `pending` requests of `status` (the requests not answered in this wait)."""
-
-
-def input_failure(key: str | None, reason: Any, subject: Status | dict[str, Any]) -> McpError:
+def input_failure(key: str | None, reason: Any, subject: InputSubject | dict[str, Any]) -> McpError:
     """The error for input that could not be answered (-32603, kind execution); `subject` is the
     task's Status (in a wait) or the input_required result (in a call). The message says why.
     """
@@ -257,7 +251,7 @@ class NoHandler(Exception):
 def answer_all(
     handlers: InputHandlers,
     requests: Mapping[str, Any],
-    subject: Status | dict[str, Any],
+    subject: InputSubject | dict[str, Any],
 ) -> dict[str, Any]:
     """Answer every request with its handler, in sorted key order, checking each response.
 
@@ -286,72 +280,3 @@ def answer_all(
             raise input_failure(key, problem, subject)
         responses[key] = response
     return responses
-
-
-class HandlersStrategy:
-    """Answer with the client's input handlers, all or nothing: when any pending request has no
-    handler for its kind, none runs and the wait returns the input_required status. Handlers run
-    in sorted key order; each response is checked before it is sent.
-    """
-
-    def __init__(self, handlers: InputHandlers | None = None) -> None:
-        self._handlers = handlers
-
-    def answer(self, client: Any, status: Status, pending: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
-        """See `InputStrategy.answer`."""
-        handlers: InputHandlers = self._handlers or client.input_handlers
-        try:
-            return answer_all(handlers, pending, status.with_input_requests(pending))
-        except NoHandler:
-            return None
-
-    def __repr__(self) -> str:
-        return "HandlersStrategy()"
-
-
-class ReturnStrategy:
-    """Never answer: the wait returns the input_required status at once."""
-
-    def answer(self, client: Any, status: Status, pending: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
-        """See `InputStrategy.answer`."""
-        return None
-
-    def __repr__(self) -> str:
-        return "ReturnStrategy()"
-
-
-class FunctionStrategy:
-    """Answer with a function of the status, its input_requests cut to the pending ones. Its
-    responses are sent as they are (not checked).
-    """
-
-    def __init__(self, function: Callable[[Status], dict[str, Any] | None]) -> None:
-        self._function = function
-
-    def answer(self, client: Any, status: Status, pending: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
-        """See `InputStrategy.answer`."""
-        reduced = status.with_input_requests(pending)
-        try:
-            return self._function(reduced)
-        except InputError as exc:
-            raise input_failure(None, exc.reason, reduced) from exc
-
-    def __repr__(self) -> str:
-        return f"FunctionStrategy({self._function!r})"
-
-
-def resolve_strategy(value: object) -> InputStrategy:
-    """The strategy for a wait's ``input=`` option: "handlers", "return", a function, or an
-    object with ``answer(client, status, pending)``.
-    """
-    if value == "handlers":
-        return HandlersStrategy()
-    if value == "return":
-        return ReturnStrategy()
-    if isinstance(value, str):
-        raise ValueError(f"input must be 'handlers', 'return', a function or a strategy object, got {value!r}")
-    if callable(getattr(value, "answer", None)):
-        return cast(InputStrategy, value)
-    if callable(value):
-        return FunctionStrategy(value)
-    raise TypeError(f"input must be 'handlers', 'return', a function or a strategy object, got {value!r}")

@@ -30,9 +30,8 @@ from mcp_tasks._errors import (
 )
 from mcp_tasks._input import InputHandlers
 from mcp_tasks._status import Status
-from mcp_tasks._tasks import call_tool, cancel_task, get_task
+from mcp_tasks._tasks import DEFAULT_POLL_INTERVAL, await_task, call_tool, cancel_task, get_task
 from mcp_tasks._version import __version__
-from mcp_tasks._wait import DEFAULT_POLL_INTERVAL, await_task
 
 __all__ = [
     "EXIT_CANCELLED",

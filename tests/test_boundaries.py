@@ -109,3 +109,47 @@ def test_the_server_does_not_import_the_client(module: str) -> None:
     bad = [chain(module, m, via) for m in via if m in CLIENT_MODULES]
     bad += [chain(module, m, via) for m in via if m.startswith("mcp_tasks.transports")]
     assert bad == []
+
+
+SESSION = (
+    "mcp_tasks._client",
+    "mcp_tasks._channel",
+    "mcp_tasks._dispatch",
+    "mcp_tasks._agreement",
+    "mcp_tasks._options",
+)
+TASKS = sorted(n for n in MODULES if n.startswith("mcp_tasks._tasks"))
+
+
+def private_uses(path: Path) -> list[str]:
+    """Where a module reads a private name of another object (``x._name`` with x not self or
+    cls) or imports one (``from m import _name``).
+    """
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+            owner = node.value
+            if not (isinstance(owner, ast.Name) and owner.id in ("self", "cls")):
+                found.append(f"{path.name}:{node.lineno} .{node.attr}")
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("mcp_tasks"):
+            found += [f"{path.name}:{node.lineno} {a.name}" for a in node.names if a.name.startswith("_")]
+    return found
+
+
+@pytest.mark.parametrize("module", TASKS)
+def test_the_tasks_code_touches_no_private_name(module: str) -> None:
+    assert private_uses(MODULES[module]) == []
+
+
+@pytest.mark.parametrize("module", SESSION)
+def test_the_client_and_its_channel_know_nothing_of_tasks(module: str) -> None:
+    via = reachable(module)
+    bad = [chain(module, m, via) for m in via if m.startswith("mcp_tasks._tasks")]
+    assert bad == []
+    assert "mcp_tasks._status" not in GRAPH[module]  # errors name a Status; the core never reads one
+
+
+def test_the_client_is_a_thin_facade() -> None:
+    assert "mcp_tasks._tasks._wait" in TASKS
+    lines = (PACKAGE / "_client.py").read_text().count("\n")
+    assert lines <= 350, f"_client.py has {lines} lines: move the work to the channel"

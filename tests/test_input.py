@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 import mcp_tasks as mt
-from mcp_tasks._input import check_response, kind_of, resolve_strategy
+from mcp_tasks._input import check_response, kind_of
+from mcp_tasks._tasks._strategies import resolve_strategy
 
 GOOD_SAMPLING = {"role": "assistant", "model": "m", "content": {"type": "text", "text": "hi"}}
 

@@ -61,7 +61,19 @@ class Transport(abc.ABC):
         if retry is not None:
             self.retry = retry
 
-    def request(self, message: Message, deadline: Deadline, headers: Mapping[str, str] | None = None) -> Message:
+    @property
+    def session_id(self) -> str | None:
+        """The 2025-era HTTP session this transport is in (None elsewhere)."""
+        return None
+
+    def request(
+        self,
+        message: Message,
+        deadline: Deadline,
+        headers: Mapping[str, str] | None = None,
+        *,
+        cancellable: bool = True,
+    ) -> Message:
         """Send a request and return the response message that answers it.
 
         `headers` are extra HTTP headers for this request (``Mcp-Param-*``); other transports have

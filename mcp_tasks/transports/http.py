@@ -127,6 +127,7 @@ class HttpTransport(Transport):
         cert: str | tuple[str, str] | None = None,
         proxies: Mapping[str, str] | None = None,
         pool_size: int | None = None,
+        session_id: str | None = None,
     ) -> None:
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ValueError(f"url must be an http(s) URL, got {url!r}")

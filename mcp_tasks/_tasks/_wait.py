@@ -9,12 +9,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, Union, cast
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, cast
 
 import attrs
 
-from mcp_tasks._client import UNSET
-from mcp_tasks._clock import Deadline, check_duration, check_timeout, pause
+from mcp_tasks._clock import Deadline, pause
+from mcp_tasks._dispatch import error_response
 from mcp_tasks._errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -25,22 +25,19 @@ from mcp_tasks._errors import (
     TaskTimeout,
     TransportError,
 )
-from mcp_tasks._input import InputStrategy, input_failure, resolve_strategy
+from mcp_tasks._input import input_failure
+from mcp_tasks._options import UNSET
 from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status, TaskState
 from mcp_tasks._subscription import Closed, Dropped, Notification, Subscription
-from mcp_tasks._tasks import (
-    call_tool,
-    cancel_task,
-    declaration,
-    decode_task,
-    outcome,
-    send_get,
-    send_update,
-    task_id_of,
-)
+from mcp_tasks._tasks._helpers import cancel_task, outcome, task_id_of
+from mcp_tasks._tasks._options import CANCEL_BUDGET, WaitOptions, WaitSettings
+from mcp_tasks._tasks._protocol import TaskProtocol, decode, protocol_of
+from mcp_tasks._tasks._side import side_of
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from mcp_tasks._client import Client
 
 __all__ = ["CallOptions", "await_task", "call_and_await", "wait_task"]
@@ -48,61 +45,11 @@ __all__ = ["CallOptions", "await_task", "call_and_await", "wait_task"]
 log = logging.getLogger("mcp_tasks")
 
 TASK_NOTIFICATIONS = frozenset({"notifications/tasks", "notifications/tasks/status"})
-DEFAULT_TIMEOUT = 60.0
-DEFAULT_POLL_INTERVAL = 1.0
-DEFAULT_MIN_POLL_INTERVAL = 0.05
 SAFETY_FACTOR = 10
 """While a listen stream is open the task is still read every SAFETY_FACTOR poll intervals..."""
 MIN_SAFETY_INTERVAL = 5.0
 """...and never more often than this: a server that never pushes cannot stall a wait."""
-
-OnStatus = Callable[[Status], object]
-"""Called with each status a wait sees (a progress display)."""
-InputOption = Union[Literal["handlers", "return"], Callable[[Status], "dict[str, Any] | None"], InputStrategy]
-"""How a wait answers input: "handlers", "return", a function of the status, or a strategy object."""
-CANCEL_TIMEOUT = 10.0
-
-
-class _Options:
-    """A wait's options, checked before anything is sent."""
-
-    __slots__ = (
-        "cancel_on_timeout",
-        "input",
-        "listen",
-        "min_poll_interval",
-        "on_status",
-        "poll_interval",
-        "request_timeout",
-        "timeout",
-    )
-
-    def __init__(
-        self,
-        *,
-        timeout: float | None = DEFAULT_TIMEOUT,
-        poll_interval: float = DEFAULT_POLL_INTERVAL,
-        min_poll_interval: float = DEFAULT_MIN_POLL_INTERVAL,
-        request_timeout: float | None = None,
-        listen: bool = False,
-        input: InputOption = "handlers",
-        on_status: OnStatus | None = None,
-        cancel_on_timeout: bool = False,
-    ) -> None:
-        self.timeout = check_timeout("timeout", timeout)
-        self.poll_interval = check_duration("poll_interval", poll_interval)
-        self.min_poll_interval = check_duration("min_poll_interval", min_poll_interval)
-        self.request_timeout = check_timeout("request_timeout", request_timeout)
-        if not isinstance(listen, bool):
-            raise TypeError(f"listen must be True or False, got {listen!r}")
-        self.listen = listen
-        self.input: InputStrategy = resolve_strategy(input)
-        if on_status is not None and not callable(on_status):
-            raise TypeError(f"on_status must be callable or None, got {on_status!r}")
-        self.on_status = on_status
-        if not isinstance(cancel_on_timeout, bool):
-            raise TypeError(f"cancel_on_timeout must be True or False, got {cancel_on_timeout!r}")
-        self.cancel_on_timeout = cancel_on_timeout
+T = TypeVar("T")
 
 
 def _fingerprint(status: Status) -> tuple[Any, ...]:
@@ -113,23 +60,25 @@ def _fingerprint(status: Status) -> tuple[Any, ...]:
 class _Wait:
     """The state of one wait."""
 
-    def __init__(self, client: Client, task_id: str, given: Status | None, options: _Options) -> None:
+    def __init__(self, client: Client, task_id: str, given: Status | None, settings: WaitSettings) -> None:
         self.client = client
         self.task_id = task_id
-        self.options = options
-        self.deadline = Deadline(options.timeout)
-        self.request_limit = options.request_timeout if options.request_timeout is not None else client.timeout
-        self.meta = declaration(client)
+        self.settings = settings
+        self.deadline = Deadline(settings.timeout)
+        limit = settings.request_timeout
+        self.request_limit: float | None = client.timeout if limit is UNSET else limit
         self.answered: set[str] = set()
         self.last: Status | None = given
         self.seen: tuple[Any, ...] | None = None
         self.just_answered = False
         self.input_declined = False  # the strategy left some input unanswered: ask again later
-        # Legacy sessions: the server asks for input with requests of its own, answered on the
+        # 2025-era sessions: the server asks for input with requests of its own, answered on the
         # thread that reads them; what stops the wait is kept here for the wait's thread.
         self.stopped: Status | Exception | None = None
         self.follow_board = False  # a legacy listen: sleep until a status notification names the task
         self.mark = 0  # the board's count for the task before the last read
+        self.protocol: TaskProtocol = self._bounded(lambda step: protocol_of(client.channel, step))
+        self.meta = self.protocol.meta()  # merged once for every request of the wait
 
     # -- entry --------------------------------------------------------------------------------
 
@@ -138,52 +87,47 @@ class _Wait:
             self._notify(given)  # on_status hears the status the wait starts from
             if given.terminal and given.detailed:
                 return given
-        connection = self.client._connection
-        if not connection.legacy:
-            return self._listen() if self.options.listen else self._poll(self._get())
-        self.follow_board = self.options.listen  # a legacy session pushes its status notifications unasked
-        connection.inputs.add(self.task_id, self._answer_request)
-        try:
+        if self.protocol.era == "modern":
+            return self._listen() if self.settings.listen else self._poll(self._get())
+        side = side_of(self.client.channel)
+        self.follow_board = self.settings.listen  # a legacy session pushes its status notifications unasked
+        with side.answering(self.task_id, self._answer_request):
             return self._poll(self._get())
-        finally:
-            connection.inputs.remove(self.task_id, self._answer_request)
 
     # -- legacy input: the server's own requests ----------------------------------------------
 
     def _answer_request(self, message: dict[str, Any]) -> dict[str, Any] | None:
-        """Answer a legacy server's input request about this task with the wait's input strategy,
-        as a pending request of the input_required status (keyed by the request's id). When the
-        strategy does not answer it, or fails, the server gets an error back and the wait stops
-        with that status (or raises that failure). None (no status read yet) leaves the request
-        to the client's input handlers.
+        """Answer a 2025-era server's input request about this task with the wait's input
+        strategy, as a pending request of the input_required status (keyed by the request's id).
+        When the strategy does not answer it, or fails, the server gets an error back and the
+        wait stops with that status (or raises that failure).
         """
-        if self.last is None:
-            return None
         key = str(message.get("id"))
         request = {"method": message.get("method"), "params": message.get("params", {})}
+        base = self.last or Status(task_id=self.task_id, status=TaskState.WORKING, era="legacy")
         status = attrs.evolve(
-            self.last,
+            base,
             status=TaskState.INPUT_REQUIRED,
-            raw={**self.last.raw, "status": TaskState.INPUT_REQUIRED.value},
+            raw={**base.raw, "taskId": self.task_id, "status": TaskState.INPUT_REQUIRED.value},
             input_requests={key: request},
         )
         try:
-            responses = self.options.input.answer(self.client, status, {key: request})
+            responses = self.settings.input.answer(self.client, status, {key: request})
             response = responses.get(key) if isinstance(responses, Mapping) else None
             if responses is not None and not isinstance(response, dict):
                 returned = response if isinstance(responses, Mapping) else responses
                 raise input_failure(key, ("invalid_return", returned), status)
         except Exception as exc:  # reaches the caller from the wait's own thread
-            return self._stop(exc, message, INTERNAL_ERROR, "The client could not answer this request")
+            return self._stop(exc, message, "The client could not answer this request")
         if response is None:
-            return self._stop(status, message, INTERNAL_ERROR, "The client's wait returned without answering")
+            return self._stop(status, message, "The client's wait returned without answering")
         self.just_answered = True
         return {"jsonrpc": "2.0", "id": message.get("id"), "result": response}
 
-    def _stop(self, why: Status | Exception, message: dict[str, Any], code: int, text: str) -> dict[str, Any]:
+    def _stop(self, why: Status | Exception, message: dict[str, Any], text: str) -> dict[str, Any]:
         self.stopped = why
-        self.client._connection.board.publish(self.task_id)  # a legacy listen wakes at once
-        return {"jsonrpc": "2.0", "id": message.get("id"), "error": McpError(code, text).to_wire()}
+        side_of(self.client.channel).board.publish(self.task_id)  # a legacy listen wakes at once
+        return error_response(message, McpError(INTERNAL_ERROR, text))
 
     def _check_stopped(self) -> Status | None:
         stopped = self.stopped
@@ -205,12 +149,12 @@ class _Wait:
         if self.just_answered:
             # The task was just given its input: look again soon rather than a full interval on.
             self.just_answered = False
-            return self.options.min_poll_interval
+            return self.settings.min_poll_interval
         return self._poll_interval(status)
 
     def _poll_interval(self, status: Status) -> float:
-        suggested = status.poll_interval_ms / 1000 if status.poll_interval_ms else self.options.poll_interval
-        return max(suggested, self.options.min_poll_interval)
+        suggested = status.poll_interval_ms / 1000 if status.poll_interval_ms else self.settings.poll_interval
+        return max(suggested, self.settings.min_poll_interval)
 
     def _sleep(self, interval: float) -> None:
         left = self.deadline.remaining()  # read once for this step
@@ -218,7 +162,7 @@ class _Wait:
             raise self._timed_out()
         step = interval if left is None else min(interval, left)
         if self.follow_board:
-            self.client._connection.board.wait(self.task_id, self.mark, step)
+            side_of(self.client.channel).board.wait(self.task_id, self.mark, step)
         else:
             pause(step)
 
@@ -247,9 +191,10 @@ class _Wait:
         (-32601, HTTP 404), a stream that failed or ended before its acknowledgement, no
         acknowledgement in time, or one that does not speak of taskIds. The wait then polls.
         """
+        channel = self.client.channel
         try:
             subscription: Subscription = self._bounded(
-                lambda step: self.client._listen({"taskIds": [self.task_id]}, step, self.meta)
+                lambda step: channel.open_listen({"taskIds": [self.task_id]}, step, self.meta)
             )
         except (TransportError, RequestTimeout) as exc:
             log.debug("no listen stream for task %s (%s); polling", short_id(self.task_id), exc.message)
@@ -293,7 +238,7 @@ class _Wait:
                 if isinstance(event, Dropped):
                     status = self._get()
                 elif isinstance(event, Notification) and self._concerns_task(event):
-                    status = decode_task(event.params, self.task_id)
+                    status = decode(event.params, self.protocol.era, self.task_id)
                 else:
                     continue
             final = self._observe(status)
@@ -332,13 +277,13 @@ class _Wait:
             pending = {k: v for k, v in status.input_requests.items() if k not in self.answered}
             if not pending:
                 return None  # the server has not caught up with what this wait sent
-            responses = self.options.input.answer(self.client, status, pending)
+            responses = self.settings.input.answer(self.client, status, pending)
             if responses is None:
                 return status
             if not isinstance(responses, Mapping):
                 raise input_failure(None, ("invalid_return", responses), status.with_input_requests(pending))
             if responses:
-                self._bounded(lambda step: send_update(self.client, self.task_id, responses, step, self.meta))
+                self._bounded(lambda step: self.protocol.update(self.task_id, responses, step, self.meta))
                 self.answered.update(responses)
                 self.just_answered = True
             self.input_declined = any(key not in responses for key in pending)
@@ -352,23 +297,28 @@ class _Wait:
         if fingerprint != self.seen:
             self.seen = fingerprint
             log.debug("task %s is %s", short_id(self.task_id), status.wire_status)
-            if self.options.on_status is not None:
-                self.options.on_status(status)
+            if self.settings.on_status is not None:
+                self.settings.on_status(status)
 
     # -- requests bounded by the deadline -----------------------------------------------------
 
     def _get(self) -> Status:
-        self.mark = self.client._connection.board.version(self.task_id)
+        if self.protocol.era == "modern":
+            return self._bounded(lambda step: self.protocol.read(self.task_id, step, self.meta))
+        self.mark = side_of(self.client.channel).board.version(self.task_id)
         try:
-            status: Status = self._bounded(lambda step: send_get(self.client, self.task_id, step, self.meta))
+            return self._bounded(
+                lambda step: self.protocol.read(
+                    self.task_id, step, self.meta, drive=self._answer_request, drive_deadline=self.deadline
+                )
+            )
         except McpError:
             stopped = self._check_stopped()  # the read failed because the input was not answered
             if stopped is None:
                 raise
             return stopped
-        return status
 
-    def _bounded(self, send: Callable[[Deadline], Any]) -> Any:
+    def _bounded(self, send: Callable[[Deadline], T]) -> T:
         if self.deadline.expired():
             raise self._timed_out()
         try:
@@ -379,66 +329,39 @@ class _Wait:
             raise
 
     def _timed_out(self) -> TaskTimeout:
-        assert self.options.timeout is not None
-        return TaskTimeout(self.task_id, self.options.timeout, self.last)
+        assert self.settings.timeout is not None
+        return TaskTimeout(self.task_id, self.settings.timeout, self.last)
 
 
-def wait_task(
-    client: Client,
-    task: str | Status,
-    *,
-    timeout: float | None = DEFAULT_TIMEOUT,
-    poll_interval: float = DEFAULT_POLL_INTERVAL,
-    min_poll_interval: float = DEFAULT_MIN_POLL_INTERVAL,
-    request_timeout: float | None = None,
-    listen: bool = False,
-    input: InputOption = "handlers",
-    on_status: OnStatus | None = None,
-    cancel_on_timeout: bool = False,
-) -> Status:
+def wait_task(client: Client, task: str | Status, **options: Unpack[WaitOptions]) -> Status:
     """Wait until the task is terminal, or needs input this wait does not answer; return that
     Status. Raises only for errors of the wait itself: a request that failed, `TaskTimeout`, or
     an input handler that could not answer.
 
-    `timeout` (seconds, None for no limit) bounds the whole wait; each request gets the time left,
-    or `request_timeout` (the client's timeout when None) when that is shorter. Between polls the
-    wait sleeps the task's ``pollIntervalMs``, or `poll_interval` when it has none, and never less
-    than `min_poll_interval`. ``listen=True`` follows a ``subscriptions/listen`` stream instead,
-    and polls if the stream ends. `input` is ``"handlers"`` (the client's input handlers),
-    ``"return"``, a function of the status (pending requests only) returning the responses, or an
-    object with ``answer(client, status, pending)``. `on_status` is called on this thread with the
-    status the wait starts from (when given one) and once for each change it sees. A task still
-    running when the time is up keeps running, unless ``cancel_on_timeout=True``: then the wait
-    asks the server to cancel it before raising `TaskTimeout`.
+    Options (`WaitOptions`): `timeout` (seconds, None for no limit; 60.0) bounds the whole wait,
+    negotiation included; each request gets the time left, or `request_timeout` (the client's
+    timeout when left out; None: no limit of its own) when that is shorter. Between polls the
+    wait sleeps the task's ``pollIntervalMs``, or `poll_interval` (1.0) when it has none, and
+    never less than `min_poll_interval` (0.05). ``listen=True`` follows a
+    ``subscriptions/listen`` stream instead, and polls if the stream ends. `input` is
+    ``"handlers"`` (the client's input handlers), ``"return"``, a function of the status (pending
+    requests only) returning the responses, or an object with ``answer(client, status,
+    pending)``. `on_status` is called on this thread with the status the wait starts from (when
+    given one) and once for each change it sees. A task still running when the time is up keeps
+    running, unless ``cancel_on_timeout=True``: then the wait spends at most `CANCEL_BUDGET`
+    (0.25 s) more asking the server to cancel it before raising `TaskTimeout`.
     """
-    options = _Options(
-        timeout=timeout,
-        poll_interval=poll_interval,
-        min_poll_interval=min_poll_interval,
-        request_timeout=request_timeout,
-        listen=listen,
-        input=input,
-        on_status=on_status,
-        cancel_on_timeout=cancel_on_timeout,
-    )
-    return _run(client, task, options)
+    return _run(client, task, WaitSettings.of(options, "wait_task"))
 
 
-def _run(client: Client, task: str | Status, options: _Options) -> Status:
-    task_id = task_id_of(task)
-    given = task if isinstance(task, Status) else None
-    try:
-        return _Wait(client, task_id, given, options).run(given)
-    except TaskTimeout as timed_out:
-        if options.cancel_on_timeout:
-            raise _cancelled_after(client, timed_out, task_id) from None
-        raise
-    except KeyboardInterrupt as interrupt:
-        if hasattr(interrupt, "add_note"):  # Python 3.11+
-            interrupt.add_note(
-                f"mcp_tasks: task {short_id(task_id)} is still running on the server; wait for it again or cancel it"
-            )
-        raise
+def await_task(client: Client, task: str | Status, **options: Unpack[WaitOptions]) -> dict[str, Any]:
+    """Wait for the task and return its CallToolResult: `outcome(wait_task(...))`, with the same
+    options.
+
+    Raises `TaskFailed`, `TaskCancelled` or `InputRequired` for those outcomes, and `TaskTimeout`
+    when the wait runs out of time.
+    """
+    return outcome(_run(client, task, WaitSettings.of(options, "await_task")))
 
 
 class CallOptions(TypedDict, total=False):
@@ -459,64 +382,13 @@ def _call_options(value: object) -> CallOptions:
     return cast(CallOptions, value)
 
 
-def _cancelled_after(client: Client, timed_out: TaskTimeout, task_id: str) -> TaskTimeout:
-    """Cancel a task whose wait ran out of time; the TaskTimeout to raise says whether it worked."""
-    limit = min(client.timeout or CANCEL_TIMEOUT, CANCEL_TIMEOUT)
-    try:
-        cancel_task(client, task_id, timeout=limit)
-    except McpError as exc:
-        log.warning("could not cancel task %s after its wait timed out: %s", short_id(task_id), exc.message)
-        return timed_out
-    timeout = timed_out.data["timeoutMs"] / 1000
-    return TaskTimeout(task_id, timeout, timed_out.status, cancelled=True)
-
-
-def await_task(
-    client: Client,
-    task: str | Status,
-    *,
-    timeout: float | None = DEFAULT_TIMEOUT,
-    poll_interval: float = DEFAULT_POLL_INTERVAL,
-    min_poll_interval: float = DEFAULT_MIN_POLL_INTERVAL,
-    request_timeout: float | None = None,
-    listen: bool = False,
-    input: InputOption = "handlers",
-    on_status: OnStatus | None = None,
-    cancel_on_timeout: bool = False,
-) -> dict[str, Any]:
-    """Wait for the task and return its CallToolResult: `outcome(wait_task(...))`, with the same
-    options.
-
-    Raises `TaskFailed`, `TaskCancelled` or `InputRequired` for those outcomes, and `TaskTimeout`
-    when the wait runs out of time.
-    """
-    options = _Options(
-        timeout=timeout,
-        poll_interval=poll_interval,
-        min_poll_interval=min_poll_interval,
-        request_timeout=request_timeout,
-        listen=listen,
-        input=input,
-        on_status=on_status,
-        cancel_on_timeout=cancel_on_timeout,
-    )
-    return outcome(_run(client, task, options))
-
-
 def call_and_await(
     client: Client,
     name: str,
     arguments: Mapping[str, Any] | None = None,
     *,
     call_opts: CallOptions | None = None,
-    timeout: float | None = DEFAULT_TIMEOUT,
-    poll_interval: float = DEFAULT_POLL_INTERVAL,
-    min_poll_interval: float = DEFAULT_MIN_POLL_INTERVAL,
-    request_timeout: float | None = None,
-    listen: bool = False,
-    input: InputOption = "handlers",
-    on_status: OnStatus | None = None,
-    cancel_on_timeout: bool = False,
+    **options: Unpack[WaitOptions],
 ) -> dict[str, Any]:
     """Call a tool and, if the server made it a task, wait for its result.
 
@@ -524,18 +396,41 @@ def call_and_await(
     options are `wait_task`'s, whose `timeout` bounds the wait only. A tool that ran synchronously
     returns its result at once.
     """
-    options = _Options(  # bad options fail before the call is sent
-        timeout=timeout,
-        poll_interval=poll_interval,
-        min_poll_interval=min_poll_interval,
-        request_timeout=request_timeout,
-        listen=listen,
-        input=input,
-        on_status=on_status,
-        cancel_on_timeout=cancel_on_timeout,
-    )
+    from mcp_tasks._tasks._helpers import call_tool
+
+    settings = WaitSettings.of(options, "call_and_await")  # bad options fail before the call is sent
     call = _call_options(call_opts)
     called = call_tool(client, name, arguments, timeout=call.get("timeout", UNSET), meta=call.get("meta"))
     if isinstance(called, Status):
-        return outcome(_run(client, called, options))
+        return outcome(_run(client, called, settings))
     return called
+
+
+def _run(client: Client, task: str | Status, settings: WaitSettings) -> Status:
+    task_id = task_id_of(task)
+    given = task if isinstance(task, Status) else None
+    try:
+        return _Wait(client, task_id, given, settings).run(given)
+    except TaskTimeout as timed_out:
+        if settings.cancel_on_timeout:
+            raise _cancelled_after(client, timed_out, task_id) from None
+        raise
+    except KeyboardInterrupt as interrupt:
+        if hasattr(interrupt, "add_note"):  # Python 3.11+
+            interrupt.add_note(
+                f"mcp_tasks: task {short_id(task_id)} is still running on the server; wait for it again or cancel it"
+            )
+        raise
+
+
+def _cancelled_after(client: Client, timed_out: TaskTimeout, task_id: str) -> TaskTimeout:
+    """Cancel a task whose wait ran out of time, within `CANCEL_BUDGET`; the TaskTimeout to raise
+    says whether it worked.
+    """
+    try:
+        cancel_task(client, task_id, timeout=CANCEL_BUDGET)
+    except McpError as exc:
+        log.warning("could not cancel task %s after its wait timed out: %s", short_id(task_id), exc.message)
+        return timed_out
+    timeout = timed_out.data["timeoutMs"] / 1000
+    return TaskTimeout(task_id, timeout, timed_out.status, cancelled=True)

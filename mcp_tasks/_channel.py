@@ -1,0 +1,520 @@
+"""The channel: what sits between the public `Client` and its `Transport`.
+
+It negotiates the era once, under the caller's deadline and one lock, and publishes the
+`Agreement` in one assignment when the negotiation is complete; it builds every message (ids, the
+2026-07-28 ``_meta`` envelope, or a 2025-era session's bare params); it runs a request's
+input_required rounds; and its `Dispatcher` gives each message the server sends of its own accord
+to the one owner registered for it. It knows nothing of tasks: the tasks code keeps its state in
+an attachment (`attachment`) and registers its owners on the dispatcher.
+
+Its public methods are the semi-public API that the tasks code (and any other extension) uses:
+`agree`, `send`, `list_tools`, `envelope`, `open_listen`, `attachment`, `dispatcher`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, Literal, TypeVar
+
+from mcp_tasks._agreement import (
+    LEGACY_VERSION,
+    Agreement,
+    from_discover,
+    from_initialize,
+    is_handshake_refusal,
+    joined,
+    offer,
+    pinned_modern,
+)
+from mcp_tasks._clock import Deadline, pause
+from mcp_tasks._dispatch import Dispatcher, RequestOwner
+from mcp_tasks._errors import (
+    CONNECTION_CLOSED,
+    HEADER_MISMATCH,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    McpError,
+    RequestTimeout,
+    name_request,
+)
+from mcp_tasks._input import NoHandler, answer_all
+from mcp_tasks._options import ClientSettings
+from mcp_tasks._subscription import Subscription
+from mcp_tasks._wire import (
+    EXTENSION_RESULT_TYPES,
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_PROTOCOL_VERSION,
+    PROTOCOL_VERSION,
+    declares_extension,
+    decode_response,
+    malformed,
+    merge_meta,
+    notification,
+    param_header_values,
+    param_headers,
+    request,
+)
+from mcp_tasks.transports._base import Transport
+from mcp_tasks.transports._session import SessionExpired
+
+__all__ = ["Channel", "Envelope"]
+
+log = logging.getLogger("mcp_tasks")
+
+MAX_PAGES = 1000
+STATE_ONLY_PACE = 0.25
+T = TypeVar("T")
+
+
+class Envelope(dict[str, Any]):
+    """A request's whole ``_meta``, merged once (`Channel.envelope`) and sent as it is: a wait
+    that polls for minutes merges its meta once, not on every poll.
+    """
+
+
+class Channel:
+    """One client's conversation with its server over one transport. Safe to share between threads."""
+
+    def __init__(self, transport: Transport, settings: ClientSettings) -> None:
+        self.transport = transport
+        self.settings = settings
+        self.capabilities = settings.capabilities
+        self.dispatcher = Dispatcher(settings.input_handlers, settings.on_notification)
+        self._info = settings.info
+        self._envelope = {
+            META_PROTOCOL_VERSION: PROTOCOL_VERSION,
+            META_CLIENT_CAPABILITIES: self.capabilities,
+            META_CLIENT_INFO: self._info,
+        }
+        self._ids = itertools.count(1)  # next() on a count is atomic under the GIL
+        self._negotiating = threading.Lock()
+        self._agreement: Agreement | None = None
+        self._tool_headers: dict[str, dict[str, str] | None] = {}
+        self._attachments: dict[type[Any], Any] = {}
+        self._attaching = threading.Lock()
+        transport.attach(receiver=self.dispatcher.receive, retry=settings.retries)
+
+    # -- the agreement ------------------------------------------------------------------------
+
+    @property
+    def agreed(self) -> Agreement | None:
+        """The agreement, or None before the first negotiation completed (never half of one)."""
+        return self._agreement
+
+    def agree(self, deadline: Deadline) -> Agreement:
+        """The agreement, negotiated within `deadline` if there is none yet (one thread does it;
+        the others wait for it, within their own deadlines).
+        """
+        agreed = self._agreement
+        if agreed is not None:
+            return agreed
+        if not self._negotiating.acquire(timeout=deadline.step() or -1):
+            raise RequestTimeout(deadline.timeout or 0.0, "Timed out waiting for the connection's handshake")
+        try:
+            agreed = self._agreement
+            if agreed is None:
+                agreed = self._negotiate(deadline)
+                self._agreement = agreed  # published whole, once the handshake is complete
+            return agreed
+        finally:
+            self._negotiating.release()
+
+    def forget(self, seen: Agreement) -> None:
+        """Drop agreement `seen` (its session expired): the next request negotiates again. A newer
+        agreement that another thread made meanwhile is kept.
+        """
+        with self._negotiating:
+            if self._agreement is seen:
+                self._agreement = None
+
+    def _negotiate(self, deadline: Deadline) -> Agreement:
+        protocol = self.settings.protocol
+        if self.transport.session_id is not None:
+            # A 2025-era session made by another client: join it as it is, no handshake.
+            if protocol == PROTOCOL_VERSION:
+                raise ValueError("a session id joins a 2025-era session: protocol cannot be 2026-07-28")
+            version = LEGACY_VERSION if protocol == "auto" else protocol
+            self.transport.begin_session(version)
+            log.debug("joined an existing %s session", version)
+            return joined(version)
+        if protocol == PROTOCOL_VERSION:
+            return pinned_modern()
+        if protocol == "auto":
+            try:
+                result = self._exchange_modern("server/discover", {}, deadline, None, None, True)
+            except McpError as exc:
+                if not is_handshake_refusal(exc):
+                    raise
+                log.debug("server/discover refused (%s): a handshake server", exc)
+            else:
+                if isinstance(result.get("supportedVersions"), list):
+                    return from_discover(result)
+                # A server that answers any method with {} does not know server/discover.
+                log.debug("server/discover answered without supportedVersions: a handshake server")
+        return self._handshake(deadline)
+
+    def _handshake(self, deadline: Deadline) -> Agreement:
+        """``initialize``, then the session's headers, then ``notifications/initialized``."""
+        offered = offer(self.settings.protocol)
+        params = {"protocolVersion": offered, "capabilities": self.capabilities, "clientInfo": self._info}
+        message = request(self._next_id(), "initialize", params)
+        log.debug("-> initialize #%s offering %s", message["id"], offered)
+        try:
+            result = decode_response(self.transport.request(message, deadline))
+        except McpError as exc:
+            name_request(exc, "initialize")
+            raise
+        agreed = from_initialize(result, offered, self.settings.protocol)
+        self.transport.begin_session(agreed.version)
+        self.transport.notify(notification("notifications/initialized"), deadline)
+        log.debug("handshake done: %s, server %s", agreed.version, agreed.server_info.get("name"))
+        return agreed
+
+    def discover(self, deadline: Deadline) -> Agreement:
+        """Send ``server/discover`` on a modern connection and publish what it says."""
+        result = self._exchange_modern("server/discover", {}, deadline, None, None, True)
+        agreed = from_discover(result)
+        with self._negotiating:
+            self._agreement = agreed
+        return agreed
+
+    # -- requests -----------------------------------------------------------------------------
+
+    def envelope(self, meta: Mapping[str, Any] | None = None) -> Envelope:
+        """The whole ``_meta`` of a modern request: the protocol envelope under `meta`."""
+        return Envelope(merge_meta(self._envelope, meta))
+
+    def send(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        deadline: Deadline,
+        *,
+        meta: Mapping[str, Any] | None = None,
+        answer_input: bool = True,
+        on_request: RequestOwner | None = None,
+        cancellable: bool = True,
+    ) -> dict[str, Any]:
+        """Send a request under `deadline` (negotiating first if needed) and return its result.
+
+        `meta` is merged over the envelope (a modern connection) or sent alone (a 2025-era
+        session). An ``input_required`` result is answered with the input handlers and the
+        request sent again (every round under the same deadline) unless `answer_input` is False.
+        Server requests that arrive on this request's own stream go to `on_request` first.
+        `cancellable` False: an abandoned request is not cancelled with notifications/cancelled.
+        """
+        agreed = self.agree(deadline)
+        base = dict(params or {})
+        sent = base
+        rounds = 0
+        while True:
+            result, request_meta = self._exchange(agreed, method, sent, deadline, meta, on_request, cancellable)
+            result_type = result.get("resultType", "complete")
+            if result_type == "complete":
+                if method == "tools/list":
+                    self._learn_tools(result)
+                return result
+            if result_type == "input_required":
+                if not answer_input:
+                    return result
+                rounds += 1
+                if rounds > self.settings.max_input_rounds:
+                    limit = self.settings.max_input_rounds
+                    raise McpError(
+                        CONNECTION_CLOSED,
+                        f"The server asked for input more than {limit} times",
+                        {"maxInputRounds": limit},
+                        "protocol",
+                        result,
+                    )
+                sent = self._answer_round(base, result, deadline)
+                continue
+            if _extension_result(method, result_type, request_meta):
+                return result
+            raise malformed(f"The server sent an unknown resultType {result_type!r}", result)
+
+    def call_tool(
+        self,
+        params: Mapping[str, Any],
+        deadline: Deadline,
+        *,
+        meta: Mapping[str, Any] | None = None,
+        answer_input: bool = True,
+        cancellable: bool = True,
+    ) -> dict[str, Any]:
+        """``tools/call``: when an HTTP server wants ``Mcp-Param`` headers this client could not
+        know, learn the tool's schema from ``tools/list`` and try once more, in the one deadline.
+        """
+        name = params.get("name")
+        try:
+            return self.send(
+                "tools/call", params, deadline, meta=meta, answer_input=answer_input, cancellable=cancellable
+            )
+        except McpError as exc:
+            if exc.code != HEADER_MISMATCH or name in self._tool_headers:
+                raise
+            try:
+                self.list_tools(deadline, None)
+            except RequestTimeout:
+                raise
+            except McpError as learning:
+                raise exc from learning  # the server's own refusal says more than the failed lookup
+            if not self._tool_headers.get(str(name)):
+                raise
+        return self.send("tools/call", params, deadline, meta=meta, answer_input=answer_input, cancellable=cancellable)
+
+    def list_tools(self, deadline: Deadline, meta: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+        """Every tool of every page, without those whose header annotations a client must refuse."""
+        tools: list[dict[str, Any]] = []
+        cursor: str | None = None
+        for _ in range(MAX_PAGES):
+            page = self.send("tools/list", {"cursor": cursor} if cursor else None, deadline, meta=meta)
+            listed = page.get("tools")
+            if not isinstance(listed, list):
+                raise malformed("The tools/list result has no tools list", page)
+            tools.extend(t for t in listed if isinstance(t, dict) and self._acceptable(t))
+            next_cursor = page.get("nextCursor")
+            if not isinstance(next_cursor, str) or not next_cursor:
+                return tools
+            cursor = next_cursor
+        raise malformed(f"tools/list went on for more than {MAX_PAGES} pages")
+
+    def open_listen(
+        self,
+        notifications: Mapping[str, Any],
+        deadline: Deadline,
+        meta: Mapping[str, Any] | None,
+        max_buffer: int = 100,
+        overflow: Literal["drop_oldest", "drop_newest"] = "drop_oldest",
+    ) -> Subscription:
+        """A ``subscriptions/listen`` stream, returned once the server acknowledged it."""
+        agreed = self.agree(deadline)
+        if agreed.legacy:
+            raise McpError(
+                METHOD_NOT_FOUND,
+                f"The server speaks {agreed.version}, which has no subscriptions/listen "
+                "(its notifications come on the session)",
+                kind="protocol",
+            )
+        listen_id = self._next_id()
+        body = {"notifications": dict(notifications), "_meta": self._meta_of(None, meta)}
+        log.debug("-> subscriptions/listen #%s", listen_id)
+        stream = self.transport.open_stream(request(listen_id, "subscriptions/listen", body), deadline)
+        subscription = Subscription(stream, listen_id, max_buffer=max_buffer, overflow=overflow)
+        try:
+            subscription.wait_acknowledged(deadline)
+        except BaseException:
+            subscription.close()
+            raise
+        return subscription
+
+    def attachment(self, kind: type[T], make: Callable[[Channel], T]) -> T:
+        """The one `kind` object kept for this channel, made by `make(self)` on first use: how an
+        extension keeps its per-connection state (and registers its owners) without the channel
+        knowing it.
+        """
+        found = self._attachments.get(kind)
+        if found is None:
+            with self._attaching:
+                found = self._attachments.get(kind)
+                if found is None:
+                    found = make(self)
+                    self._attachments[kind] = found
+        return found
+
+    def close(self) -> None:
+        """Close the transport."""
+        self.transport.close()
+
+    # -- one exchange ---------------------------------------------------------------------------
+
+    def _next_id(self) -> int:
+        return next(self._ids)
+
+    def _meta_of(self, own: object, meta: Mapping[str, Any] | None) -> dict[str, Any]:
+        if own is None and isinstance(meta, Envelope):
+            return meta
+        if own is not None and not isinstance(own, Mapping):
+            raise TypeError("params['_meta'] must be a dict")
+        return merge_meta(self._envelope, own, meta)
+
+    def _exchange(
+        self,
+        agreed: Agreement,
+        method: str,
+        params: dict[str, Any],
+        deadline: Deadline,
+        meta: Mapping[str, Any] | None,
+        on_request: RequestOwner | None,
+        cancellable: bool,
+    ) -> tuple[dict[str, Any], Mapping[str, Any]]:
+        if agreed.legacy:
+            return self._exchange_legacy(agreed, method, params, deadline, meta, on_request, cancellable), {}
+        request_meta = self._meta_of(params.get("_meta"), meta)
+        for attempt in (1, 2):
+            try:
+                result = self._exchange_modern(method, params, deadline, request_meta, on_request, cancellable)
+                return result, request_meta
+            except McpError as exc:
+                if attempt == 2 or not _may_retry_version(exc, request_meta):
+                    raise
+                log.debug("the server refused protocol version %s but lists it; trying once more", PROTOCOL_VERSION)
+        raise AssertionError("unreachable")
+
+    def _exchange_modern(
+        self,
+        method: str,
+        params: dict[str, Any],
+        deadline: Deadline,
+        request_meta: Mapping[str, Any] | None,
+        on_request: RequestOwner | None,
+        cancellable: bool,
+    ) -> dict[str, Any]:
+        if request_meta is None:
+            request_meta = self._meta_of(params.get("_meta"), None)
+        headers = None
+        if method == "tools/call":
+            annotated = self._tool_headers.get(params.get("name"))  # type: ignore[arg-type]
+            headers = param_header_values(annotated, params.get("arguments")) if annotated else None
+        return self._round_trip(method, {**params, "_meta": request_meta}, deadline, headers, on_request, cancellable)
+
+    def _exchange_legacy(
+        self,
+        agreed: Agreement,
+        method: str,
+        params: dict[str, Any],
+        deadline: Deadline,
+        meta: Mapping[str, Any] | None,
+        on_request: RequestOwner | None,
+        cancellable: bool,
+    ) -> dict[str, Any]:
+        """One request on a handshake session: no envelope (only a `meta` of the caller's own);
+        a session the server has expired is set up again once, and the request sent again.
+        """
+        own = params.get("_meta")
+        sent = {key: value for key, value in params.items() if key != "_meta"}
+        extra = merge_meta(own if isinstance(own, Mapping) else None, None if isinstance(meta, Envelope) else meta)
+        if extra:
+            sent["_meta"] = extra
+        try:
+            return self._round_trip(method, sent, deadline, None, on_request, cancellable)
+        except SessionExpired:
+            log.info("the server expired the session; starting a new one")
+            self.forget(agreed)
+            if not self.agree(deadline).legacy:
+                raise
+        return self._round_trip(method, sent, deadline, None, on_request, cancellable)
+
+    def _round_trip(
+        self,
+        method: str,
+        params: dict[str, Any],
+        deadline: Deadline,
+        headers: Mapping[str, str] | None,
+        on_request: RequestOwner | None,
+        cancellable: bool,
+    ) -> dict[str, Any]:
+        deadline.step()  # out of time: RequestTimeout before anything is sent
+        request_id = self._next_id()
+        message = request(request_id, method, params)
+        log.debug("-> %s #%s", method, request_id)
+        if on_request is not None:
+            self.dispatcher.claim(request_id, on_request)
+        try:
+            response = self.transport.request(message, deadline, headers, cancellable=cancellable)
+            if not _answers(response, request_id):
+                raise malformed(f"The server answered {method} with another request's id", response)
+            return decode_response(response)
+        except McpError as exc:
+            name_request(exc, method)
+            raise
+        finally:
+            if on_request is not None:
+                self.dispatcher.release(request_id)
+
+    # -- input rounds and tools -----------------------------------------------------------------
+
+    def _answer_round(self, base: dict[str, Any], result: dict[str, Any], deadline: Deadline) -> dict[str, Any]:
+        """The next round's params: the original request plus the answers to `result`."""
+        requests = result.get("inputRequests")
+        state = result.get("requestState")
+        if state is not None and not isinstance(state, str):
+            raise malformed("The server sent a requestState that is not a string", result)
+        if requests is None or requests == {}:
+            if state is None:
+                raise malformed("The server asked for input without inputRequests or requestState", result)
+            # Only state to echo: pace the rounds, the pause cut to the call's deadline.
+            pace = deadline.step(STATE_ONLY_PACE)
+            pause(STATE_ONLY_PACE if pace is None else pace)
+            return {**base, "requestState": state}
+        if not isinstance(requests, dict):
+            raise malformed("The server sent inputRequests that are not an object", result)
+        try:
+            responses = answer_all(self.settings.input_handlers, requests, result)
+        except NoHandler as missing:
+            raise McpError(
+                INVALID_PARAMS,
+                f"No input handler for the server's {missing.kind or 'unknown kind of'} request",
+                cause=("no_input_handler", missing.kind, result),
+            ) from None
+        answered = {**base, "inputResponses": responses}
+        if state is not None:
+            answered["requestState"] = state
+        return answered
+
+    def _acceptable(self, tool: dict[str, Any]) -> bool:
+        name = tool.get("name")
+        return isinstance(name, str) and self._tool_headers.get(name, {}) is not None
+
+    def _learn_tools(self, result: Mapping[str, Any]) -> None:
+        """Remember which arguments of each listed tool travel in Mcp-Param headers (None marks a
+        tool whose annotations are invalid).
+        """
+        listed = result.get("tools")
+        if not isinstance(listed, list):
+            return
+        for tool in listed:
+            if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+                continue
+            try:
+                self._tool_headers[tool["name"]] = param_headers(tool.get("inputSchema"))
+            except ValueError as exc:
+                log.warning("leaving out tool %r: %s", tool["name"], exc)
+                self._tool_headers[tool["name"]] = None
+
+
+def _extension_result(method: str, result_type: object, request_meta: Mapping[str, Any]) -> bool:
+    if not isinstance(result_type, str):
+        return False
+    entry = EXTENSION_RESULT_TYPES.get(result_type)
+    if entry is None:
+        return False
+    extension, methods = entry
+    return method in methods and declares_extension(request_meta, extension)
+
+
+def _may_retry_version(error: McpError, request_meta: Mapping[str, Any]) -> bool:
+    """-32022 whose supported list holds the version this request used: worth one retry."""
+    if error.code != UNSUPPORTED_PROTOCOL_VERSION or not isinstance(error.data, dict):
+        return False
+    supported = error.data.get("supported")
+    return isinstance(supported, list) and request_meta.get(META_PROTOCOL_VERSION) in supported
+
+
+def _answers(response: object, request_id: int) -> bool:
+    """Whether a response carries the request's id (1 and True are not the same id). An error
+    is taken as this request's error whatever its id: only a result must match.
+    """
+    if not isinstance(response, dict):
+        return True  # decode_response says what is wrong with it
+    if "error" in response and "result" not in response:
+        # An error fails the request whatever id it carries: servers that could not read the
+        # request answer with a null id, and the official Python SDK with "server-error".
+        return True
+    answered = response.get("id")
+    return type(answered) is int and answered == request_id

@@ -1,0 +1,152 @@
+"""The options every client factory shares: typed for callers (`ClientOptions`, for
+``**options: Unpack[ClientOptions]``), checked once into a frozen `ClientSettings`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, TypedDict
+
+import attrs
+
+from mcp_tasks._agreement import check_protocol
+from mcp_tasks._clock import check_timeout
+from mcp_tasks._input import InputHandlers
+from mcp_tasks._retry import Retry
+from mcp_tasks._version import __version__
+
+__all__ = ["DEFAULT_TIMEOUT", "UNSET", "ClientOptions", "ClientSettings", "OnNotification", "resolve_timeout"]
+
+
+class _Unset:
+    """The default of an option left out: use the client's setting (None means no limit)."""
+
+    _instance: _Unset | None = None
+
+    def __new__(cls) -> _Unset:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+UNSET: Any = _Unset()
+"""Stands for an option left out (the client's default applies), where None means "no limit"."""
+
+
+def resolve_timeout(timeout: object, default: float | None, name: str = "timeout") -> float | None:
+    """`timeout` checked, or `default` when it is `UNSET`."""
+    if timeout is UNSET:
+        return default
+    return check_timeout(name, timeout)
+
+
+DEFAULT_TIMEOUT = 30.0
+DEFAULT_MAX_INPUT_ROUNDS = 10
+
+OnNotification = Callable[[str, dict[str, Any]], object]
+"""Called with (method, params) for each server notification, on the transport's thread."""
+
+
+class ClientOptions(TypedDict, total=False):
+    """The options of every client factory (`Client.direct`, `stdio`, `http`, `connect`).
+
+    - `client_capabilities`: what the client declares, plus what `input_handlers` imply.
+    - `input_handlers`: answer the server's input requests (`InputHandlers`).
+    - `timeout`: the default total of one request, in seconds (30.0; None: no limit).
+    - `client_info`: the name and version the client gives (default: mcp_tasks and its version).
+    - `max_input_rounds`: how many input_required rounds one request may take (10).
+    - `retries`: a `Retry` policy or a number of retries (0 turns retries off).
+    - `protocol`: ``"auto"`` (detect the era) or one revision to pin.
+    - `on_notification`: called with (method, params) for every server notification.
+    """
+
+    client_capabilities: Mapping[str, Any] | None
+    input_handlers: InputHandlers | None
+    timeout: float | None
+    client_info: Mapping[str, Any] | None
+    max_input_rounds: int
+    retries: Retry | int
+    protocol: str
+    on_notification: OnNotification | None
+
+
+def _mapping(name: str, value: object) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name} must be a dict or None, got {type(value).__name__}")
+    return dict(value)
+
+
+def _capabilities(value: object) -> dict[str, Any] | None:
+    return _mapping("client_capabilities", value)
+
+
+def _info(value: object) -> dict[str, Any] | None:
+    return _mapping("client_info", value)
+
+
+def _timeout(value: object) -> float | None:
+    return check_timeout("timeout", value)
+
+
+def _handlers(value: object) -> InputHandlers:
+    if value is None:
+        return InputHandlers()
+    if not isinstance(value, InputHandlers):
+        raise TypeError(f"input_handlers must be an InputHandlers or None, got {type(value).__name__}")
+    return value
+
+
+def _rounds(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"max_input_rounds must be a positive int, got {value!r}")
+    return value
+
+
+def _callback(value: object) -> OnNotification | None:
+    if value is not None and not callable(value):
+        raise TypeError("on_notification must be callable or None")
+    return value
+
+
+def _retry(value: object) -> Retry:
+    return Retry.of(value)  # type: ignore[arg-type]
+
+
+@attrs.frozen
+class ClientSettings:
+    """`ClientOptions` checked: each field converted and validated once, at construction."""
+
+    client_capabilities: dict[str, Any] | None = attrs.field(default=None, converter=_capabilities)
+    input_handlers: InputHandlers = attrs.field(default=None, converter=_handlers)
+    timeout: float | None = attrs.field(default=DEFAULT_TIMEOUT, converter=_timeout)
+    client_info: dict[str, Any] | None = attrs.field(default=None, converter=_info)
+    max_input_rounds: int = attrs.field(default=DEFAULT_MAX_INPUT_ROUNDS, converter=_rounds)
+    retries: Retry = attrs.field(default=Retry(), converter=_retry)
+    protocol: str = attrs.field(default="auto", converter=check_protocol)
+    on_notification: OnNotification | None = attrs.field(default=None, converter=_callback)
+
+    @classmethod
+    def of(cls, options: Mapping[str, Any]) -> ClientSettings:
+        """Settings from keyword options; a name that is no option is a TypeError naming it."""
+        unknown = sorted(set(options) - set(ClientOptions.__annotations__))
+        if unknown:
+            raise TypeError(f"got an unexpected keyword argument {unknown[0]!r} (not a client option)")
+        return cls(**options)
+
+    @property
+    def info(self) -> dict[str, Any]:
+        """The client info sent: the caller's, or this library's name and version."""
+        return self.client_info or {"name": "mcp_tasks", "version": __version__}
+
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        """What the client declares: its capabilities plus those its input handlers imply."""
+        return self.input_handlers.capabilities(self.client_capabilities)

@@ -1,0 +1,39 @@
+"""The tasks code: the public helpers, the waits, one protocol object per era, and the state it
+keeps per connection (registered on the client's channel; the core knows nothing of tasks).
+"""
+
+from mcp_tasks._tasks._helpers import (
+    call_tool,
+    cancel_task,
+    get_task,
+    list_tasks,
+    may_create_task,
+    outcome,
+    server_supports,
+    task_id_of,
+    update_task,
+)
+from mcp_tasks._tasks._options import CANCEL_BUDGET, DEFAULT_POLL_INTERVAL, WaitOptions
+from mcp_tasks._tasks._protocol import capabilities, invalid_task
+from mcp_tasks._tasks._wait import CallOptions, await_task, call_and_await, wait_task
+
+__all__ = [
+    "CANCEL_BUDGET",
+    "DEFAULT_POLL_INTERVAL",
+    "CallOptions",
+    "WaitOptions",
+    "await_task",
+    "call_and_await",
+    "call_tool",
+    "cancel_task",
+    "capabilities",
+    "get_task",
+    "invalid_task",
+    "list_tasks",
+    "may_create_task",
+    "outcome",
+    "server_supports",
+    "task_id_of",
+    "update_task",
+    "wait_task",
+]

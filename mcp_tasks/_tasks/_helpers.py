@@ -1,0 +1,174 @@
+"""The public task helpers: each takes the client first, makes one deadline from its timeout
+(negotiation included), and asks the era's protocol object to do the work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from mcp_tasks._clock import Deadline
+from mcp_tasks._errors import InputRequired, TaskCancelled, TaskFailed
+from mcp_tasks._options import UNSET, resolve_timeout
+from mcp_tasks._status import Status, TaskState
+from mcp_tasks._tasks._protocol import TaskProtocol, protocol_of
+
+if TYPE_CHECKING:
+    from mcp_tasks._client import Client
+
+__all__ = [
+    "call_tool",
+    "cancel_task",
+    "get_task",
+    "list_tasks",
+    "may_create_task",
+    "outcome",
+    "server_supports",
+    "task_id_of",
+    "update_task",
+]
+
+
+def task_id_of(task: object) -> str:
+    """The task id of a task reference: a non-empty id string, or a `Status`."""
+    if isinstance(task, Status):
+        return task.task_id
+    if isinstance(task, str):
+        if not task:
+            raise ValueError("a task id must be a non-empty string")
+        return task
+    raise TypeError(f"expected a task id or a Status, got {type(task).__name__}")
+
+
+def _check_meta(meta: object) -> None:
+    if meta is not None and not isinstance(meta, Mapping):
+        raise TypeError(f"meta must be a dict or None, got {type(meta).__name__}")
+
+
+def _start(client: Client, timeout: object, *, discovered: bool = False) -> tuple[TaskProtocol, Deadline]:
+    """The call's one deadline, and the protocol of the client's era (negotiated under it)."""
+    deadline = Deadline(resolve_timeout(timeout, client.timeout))
+    return protocol_of(client.channel, deadline, discovered=discovered), deadline
+
+
+def server_supports(client: Client) -> bool:
+    """Whether the server advertises tasks: the Tasks extension (2026-07-28), or on a 2025-11-25
+    session ``capabilities.tasks.requests.tools.call``. Asks the server once (within the client's
+    timeout), then answers from what it said.
+    """
+    protocol, _ = _start(client, UNSET, discovered=True)
+    return protocol.supported()
+
+
+def may_create_task(client: Client, tool: str, *, timeout: float | None = UNSET) -> bool:
+    """Whether `call_tool` may return a task for `tool` on this connection: the server supports
+    tasks and, on a 2025-11-25 session, the tool's ``execution.taskSupport`` allows it (learnt
+    from ``tools/list`` once).
+    """
+    if not isinstance(tool, str) or not tool:
+        raise ValueError(f"tool name must be a non-empty string, got {tool!r}")
+    protocol, deadline = _start(client, timeout, discovered=True)
+    return protocol.may_create(tool, deadline)
+
+
+def call_tool(
+    client: Client,
+    name: str,
+    arguments: Mapping[str, Any] | None = None,
+    *,
+    timeout: float | None = UNSET,
+    meta: Mapping[str, Any] | None = None,
+) -> Status | dict[str, Any]:
+    """Call a tool with tasks declared: a `Status` when the server made it a task, the
+    CallToolResult dict when the tool ran synchronously. On a 2025-11-25 session the call is
+    task-augmented (``params.task``) when the server and the tool's ``execution.taskSupport``
+    allow it, and the Status has ``era == "legacy"``. `timeout` bounds it all, negotiation included.
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"tool name must be a non-empty string, got {name!r}")
+    if arguments is not None and not isinstance(arguments, Mapping):
+        raise TypeError(f"arguments must be a dict or None, got {type(arguments).__name__}")
+    _check_meta(meta)
+    protocol, deadline = _start(client, timeout)
+    return protocol.create(name, arguments, deadline, meta)
+
+
+def get_task(
+    client: Client,
+    task: str | Status,
+    *,
+    timeout: float | None = UNSET,
+    meta: Mapping[str, Any] | None = None,
+) -> Status:
+    """Read a task's status with ``tasks/get`` (an unknown task is -32602 from the server)."""
+    task_id = task_id_of(task)
+    _check_meta(meta)
+    protocol, deadline = _start(client, timeout)
+    return protocol.read(task_id, deadline, protocol.meta(meta))
+
+
+def update_task(
+    client: Client,
+    task: str | Status,
+    responses: Mapping[str, Any],
+    *,
+    timeout: float | None = UNSET,
+    meta: Mapping[str, Any] | None = None,
+) -> None:
+    """Answer a task's input requests with ``tasks/update`` (responses keyed as the requests are;
+    the server ignores keys it is not waiting for).
+    """
+    task_id = task_id_of(task)
+    if not isinstance(responses, Mapping):
+        raise TypeError(f"responses must be a dict, got {type(responses).__name__}")
+    _check_meta(meta)
+    protocol, deadline = _start(client, timeout)
+    protocol.update(task_id, responses, deadline, protocol.meta(meta))
+
+
+def cancel_task(
+    client: Client,
+    task: str | Status,
+    *,
+    timeout: float | None = UNSET,
+    meta: Mapping[str, Any] | None = None,
+) -> None:
+    """Ask the server to cancel a task (cooperative; cancelling a finished task changes nothing)."""
+    task_id = task_id_of(task)
+    _check_meta(meta)
+    protocol, deadline = _start(client, timeout)
+    protocol.cancel(task_id, deadline, protocol.meta(meta))
+
+
+def list_tasks(client: Client, *, timeout: float | None = UNSET) -> list[Status]:
+    """The session's tasks (all pages of ``tasks/list``), as legacy `Status` values.
+
+    Only a 2025-11-25 session has ``tasks/list``; on a 2026-07-28 connection this raises a clear
+    `McpError` (the extension removed the method).
+    """
+    protocol, deadline = _start(client, timeout)
+    return protocol.list(deadline)
+
+
+def outcome(status: Status) -> dict[str, Any]:
+    """The CallToolResult of a completed task.
+
+    Raises `TaskFailed` for a failed task, `TaskCancelled` for a cancelled one and `InputRequired`
+    for one waiting for input; `ValueError` for a status that is not final or lacks its payload
+    (read it again with `get_task`).
+    """
+    if not isinstance(status, Status):
+        raise TypeError(f"expected a Status, got {type(status).__name__}")
+    if status.status is TaskState.COMPLETED:
+        if isinstance(status.result, dict):
+            return status.result
+        raise ValueError("the status says completed but carries no result: read it again with get_task")
+    if status.status is TaskState.FAILED:
+        if isinstance(status.error, dict):
+            raise TaskFailed(status)
+        raise ValueError("the status says failed but carries no error: read it again with get_task")
+    if status.status is TaskState.CANCELLED:
+        raise TaskCancelled(status)
+    if status.status is TaskState.INPUT_REQUIRED:
+        raise InputRequired(status)
+    raise ValueError(f"the task is not finished (status {status.wire_status!r})")

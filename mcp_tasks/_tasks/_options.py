@@ -1,0 +1,120 @@
+"""The options every wait shares: typed for callers (`WaitOptions`, for
+``**options: Unpack[WaitOptions]``), checked once into a frozen `WaitSettings`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Literal, TypedDict, Union
+
+import attrs
+
+from mcp_tasks._clock import check_duration, check_timeout
+from mcp_tasks._options import UNSET
+from mcp_tasks._status import Status
+from mcp_tasks._tasks._strategies import HandlersStrategy, InputStrategy, resolve_strategy
+
+__all__ = [
+    "CANCEL_BUDGET",
+    "DEFAULT_MIN_POLL_INTERVAL",
+    "DEFAULT_POLL_INTERVAL",
+    "DEFAULT_WAIT_TIMEOUT",
+    "InputOption",
+    "OnStatus",
+    "WaitOptions",
+    "WaitSettings",
+]
+
+DEFAULT_WAIT_TIMEOUT = 60.0
+DEFAULT_POLL_INTERVAL = 1.0
+DEFAULT_MIN_POLL_INTERVAL = 0.05
+CANCEL_BUDGET = 0.25
+"""Seconds that ``cancel_on_timeout`` may spend after the wait's timeout to send tasks/cancel."""
+
+OnStatus = Callable[[Status], object]
+"""Called with each status a wait sees (a progress display)."""
+InputOption = Union[Literal["handlers", "return"], Callable[[Status], "dict[str, Any] | None"], InputStrategy]
+"""How a wait answers input: "handlers", "return", a function of the status, or a strategy object."""
+
+
+class WaitOptions(TypedDict, total=False):
+    """The options of `wait_task`, `await_task` and `call_and_await` (defaults in brackets).
+
+    - `timeout`: seconds for the whole wait; None waits for ever [60.0].
+    - `poll_interval`: seconds between reads when the task suggests none [1.0].
+    - `min_poll_interval`: never read more often than this [0.05].
+    - `request_timeout`: the limit of each request of the wait [the client's timeout]; None:
+      no limit but the wait's own.
+    - `listen`: follow a ``subscriptions/listen`` stream instead of polling [False].
+    - `input`: how input is answered: "handlers", "return", a function, a strategy ["handlers"].
+    - `on_status`: called in the caller's thread with each status seen [None].
+    - `cancel_on_timeout`: cancel the task when the time is up, spending at most
+      `CANCEL_BUDGET` (0.25 s) more [False].
+    """
+
+    timeout: float | None
+    poll_interval: float
+    min_poll_interval: float
+    request_timeout: float | None
+    listen: bool
+    input: InputOption
+    on_status: OnStatus | None
+    cancel_on_timeout: bool
+
+
+def _flag(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return value
+
+
+def _listen(value: object) -> bool:
+    return _flag("listen", value)
+
+
+def _cancel_on_timeout(value: object) -> bool:
+    return _flag("cancel_on_timeout", value)
+
+
+def _timeout(value: object) -> float | None:
+    return check_timeout("timeout", value)
+
+
+def _poll_interval(value: object) -> float:
+    return check_duration("poll_interval", value)
+
+
+def _min_poll_interval(value: object) -> float:
+    return check_duration("min_poll_interval", value)
+
+
+def _on_status(value: object) -> OnStatus | None:
+    if value is not None and not callable(value):
+        raise TypeError(f"on_status must be callable or None, got {value!r}")
+    return value
+
+
+def _request_timeout(value: object) -> object:
+    return value if value is UNSET else check_timeout("request_timeout", value)
+
+
+@attrs.frozen
+class WaitSettings:
+    """`WaitOptions` checked: each converted and validated once, before anything is sent."""
+
+    timeout: float | None = attrs.field(default=DEFAULT_WAIT_TIMEOUT, converter=_timeout)
+    poll_interval: float = attrs.field(default=DEFAULT_POLL_INTERVAL, converter=_poll_interval)
+    min_poll_interval: float = attrs.field(default=DEFAULT_MIN_POLL_INTERVAL, converter=_min_poll_interval)
+    request_timeout: Any = attrs.field(default=UNSET, converter=_request_timeout)
+    listen: bool = attrs.field(default=False, converter=_listen)
+    input: InputStrategy = attrs.field(default=HandlersStrategy(), converter=resolve_strategy)
+    on_status: OnStatus | None = attrs.field(default=None, converter=_on_status)
+    cancel_on_timeout: bool = attrs.field(default=False, converter=_cancel_on_timeout)
+
+    @classmethod
+    def of(cls, options: Mapping[str, Any], caller: str = "wait_task") -> WaitSettings:
+        """Settings from keyword options; a name that is no option is a TypeError naming it."""
+        unknown = sorted(set(options) - set(WaitOptions.__annotations__))
+        if unknown:
+            raise TypeError(f"{caller}() got an unexpected keyword argument {unknown[0]!r}")
+        return cls(**options)

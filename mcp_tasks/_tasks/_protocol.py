@@ -1,0 +1,338 @@
+"""One protocol object per era, chosen once from what the channel agreed: create a task, read it,
+answer its input, cancel it, list tasks.
+
+- `Modern` (2026-07-28, the Tasks extension): every request declares the extension in ``_meta``;
+  a ``tools/call`` may answer ``resultType: "task"``; ``tasks/get`` carries the payload.
+- `Legacy` (2025-11-25 experimental tasks): the client opts in per call (``params.task`` with a
+  ttl) when the server's ``capabilities.tasks.requests.tools.call`` and the tool's
+  ``execution.taskSupport`` allow it; the creation result nests the task; ``tasks/get`` has no
+  payload; a completed task's result comes from ``tasks/result``; a failure is judged from the
+  failed status; input requests arrive as server requests of their own (inside a pending
+  ``tasks/result``, or pushed naming their task).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from mcp_tasks._agreement import LEGACY_VERSION, Agreement
+from mcp_tasks._channel import Channel, Envelope
+from mcp_tasks._clock import Deadline
+from mcp_tasks._dispatch import RequestOwner
+from mcp_tasks._errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, InvalidStatus, McpError
+from mcp_tasks._status import Status, TaskState
+from mcp_tasks._tasks._side import side_of
+from mcp_tasks._wire import META_CLIENT_CAPABILITIES, TASKS_EXTENSION, malformed, merge_meta
+
+__all__ = ["Legacy", "Modern", "TaskProtocol", "capabilities", "invalid_task", "protocol_of"]
+
+DEFAULT_TTL_MS = 60_000
+MAX_PAGES = 1000
+
+
+def capabilities(caps: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """`caps` (client capabilities) with the Tasks extension declared; other entries stay.
+
+    Pass the result as a client's ``client_capabilities`` to declare Tasks on every request.
+    """
+    if caps is not None and not isinstance(caps, Mapping):
+        raise TypeError(f"caps must be a dict or None, got {type(caps).__name__}")
+    declared = dict(caps or {})
+    extensions = declared.get("extensions")
+    extensions = dict(extensions) if isinstance(extensions, Mapping) else {}
+    extensions[TASKS_EXTENSION] = {}
+    declared["extensions"] = extensions
+    return declared
+
+
+def invalid_task(result: object, cause: BaseException | None = None) -> McpError:
+    """The error for a task from the server that does not decode: the server broke the protocol."""
+    detail = f": {cause}" if cause is not None else ""
+    return malformed(f"The server sent an invalid task{detail}", result)
+
+
+def decode(task: object, era: str, task_id: str | None = None) -> Status:
+    """A Status from a task map of `era`, or the invalid-task error; with `task_id`, a map for
+    another task is an error too.
+    """
+    if isinstance(task, Mapping) and task.get("resultType") == "input_required":
+        raise invalid_task(task)
+    try:
+        status = Status.from_map(task, era="legacy" if era == "legacy" else "modern")
+    except InvalidStatus as exc:
+        raise invalid_task(task, exc) from exc
+    if task_id is not None and status.task_id != task_id:
+        raise invalid_task(task, InvalidStatus("taskId", "is not the task that was asked for"))
+    return status
+
+
+class TaskProtocol:
+    """The task methods of one era, over one channel."""
+
+    era = "modern"
+
+    def __init__(self, channel: Channel, agreed: Agreement) -> None:
+        self.channel = channel
+        self.agreed = agreed
+
+    def meta(self, meta: Mapping[str, Any] | None = None) -> Mapping[str, Any] | None:
+        """The ``_meta`` for this era's task requests, under the caller's `meta`: merge it once
+        and pass it to each request of a call or a wait.
+        """
+        return meta
+
+    def supported(self) -> bool:
+        """Whether the server advertises tasks on this connection."""
+        raise NotImplementedError
+
+    def may_create(self, tool: str, deadline: Deadline) -> bool:
+        """Whether ``tools/call`` of `tool` may return a task on this connection."""
+        raise NotImplementedError
+
+    def create(
+        self, name: str, arguments: Mapping[str, Any] | None, deadline: Deadline, meta: Mapping[str, Any] | None
+    ) -> Status | dict[str, Any]:
+        """Call a tool: its Status when the server made it a task, else its CallToolResult."""
+        raise NotImplementedError
+
+    def read(
+        self,
+        task_id: str,
+        deadline: Deadline,
+        meta: Mapping[str, Any] | None,
+        *,
+        drive: RequestOwner | None = None,
+        drive_deadline: Deadline | None = None,
+    ) -> Status:
+        """The task's status, with the payload its state implies. `drive` (2025-era waits): a
+        task that needs input is driven with a pending ``tasks/result`` (under `drive_deadline`),
+        inside which the server's input requests go to `drive`.
+        """
+        raise NotImplementedError
+
+    def update(
+        self, task_id: str, responses: Mapping[str, Any], deadline: Deadline, meta: Mapping[str, Any] | None
+    ) -> None:
+        """Answer the task's input requests."""
+        raise NotImplementedError
+
+    def cancel(self, task_id: str, deadline: Deadline, meta: Mapping[str, Any] | None) -> None:
+        """Ask the server to cancel the task."""
+        raise NotImplementedError
+
+    def list(self, deadline: Deadline) -> list[Status]:
+        """Every task of the session."""
+        raise McpError(
+            METHOD_NOT_FOUND,
+            "tasks/list does not exist in 2026-07-28 (the Tasks extension removed it); "
+            "only a 2025-11-25 session has it",
+            kind="protocol",
+        )
+
+
+class Modern(TaskProtocol):
+    """The Tasks extension (2026-07-28)."""
+
+    era = "modern"
+
+    def meta(self, meta: Mapping[str, Any] | None = None) -> Envelope:
+        """See `TaskProtocol.meta`: the envelope with the extension declared, under `meta`."""
+        declared = {META_CLIENT_CAPABILITIES: capabilities(self.channel.capabilities)}
+        return self.channel.envelope(merge_meta(declared, meta))
+
+    def supported(self) -> bool:
+        """See `TaskProtocol.supported`: the extension is in the server's capabilities."""
+        extensions = self.agreed.capabilities.get("extensions")
+        return isinstance(extensions, dict) and isinstance(extensions.get(TASKS_EXTENSION), dict)
+
+    def may_create(self, tool: str, deadline: Deadline) -> bool:
+        """See `TaskProtocol.may_create`: the server decides per call when it supports tasks."""
+        return self.supported()
+
+    def create(
+        self, name: str, arguments: Mapping[str, Any] | None, deadline: Deadline, meta: Mapping[str, Any] | None
+    ) -> Status | dict[str, Any]:
+        """See `TaskProtocol.create`."""
+        params = {"name": name, "arguments": dict(arguments or {})}
+        result = self.channel.call_tool(params, deadline, meta=self.meta(meta))
+        if result.get("resultType") == "task":
+            return decode(result, self.era)
+        return result
+
+    def read(
+        self,
+        task_id: str,
+        deadline: Deadline,
+        meta: Mapping[str, Any] | None,
+        *,
+        drive: RequestOwner | None = None,
+        drive_deadline: Deadline | None = None,
+    ) -> Status:
+        """See `TaskProtocol.read`: ``tasks/get`` (input comes in its result, so nothing drives)."""
+        result = self.channel.send("tasks/get", {"taskId": task_id}, deadline, meta=meta, answer_input=False)
+        return decode(result, self.era, task_id)
+
+    def update(
+        self, task_id: str, responses: Mapping[str, Any], deadline: Deadline, meta: Mapping[str, Any] | None
+    ) -> None:
+        """See `TaskProtocol.update`."""
+        params = {"taskId": task_id, "inputResponses": dict(responses)}
+        result = self.channel.send("tasks/update", params, deadline, meta=meta, answer_input=False)
+        if result.get("resultType") == "input_required":
+            raise invalid_task(result)
+
+    def cancel(self, task_id: str, deadline: Deadline, meta: Mapping[str, Any] | None) -> None:
+        """See `TaskProtocol.cancel` (cancelling a finished task changes nothing)."""
+        result = self.channel.send("tasks/cancel", {"taskId": task_id}, deadline, meta=meta, answer_input=False)
+        if result.get("resultType") == "input_required":
+            raise invalid_task(result)
+
+
+class Legacy(TaskProtocol):
+    """The 2025-11-25 experimental tasks (see the module docstring)."""
+
+    era = "legacy"
+
+    def supported(self) -> bool:
+        """See `TaskProtocol.supported`: 2025-11-25 and ``capabilities.tasks.requests.tools.call``."""
+        if self.agreed.version != LEGACY_VERSION:
+            return False
+        tasks = self.agreed.capabilities.get("tasks")
+        requests = tasks.get("requests") if isinstance(tasks, dict) else None
+        tools = requests.get("tools") if isinstance(requests, dict) else None
+        return isinstance(tools, dict) and isinstance(tools.get("call"), dict)
+
+    def may_create(self, tool: str, deadline: Deadline) -> bool:
+        """See `TaskProtocol.may_create`: the server's capability and the tool's taskSupport."""
+        if not self.supported():
+            return False
+        side = side_of(self.channel)
+        if tool not in side.task_support:
+            side.learn_tools(self.channel.list_tools(deadline, None))  # once per tool
+        return side.task_support.get(tool) in ("optional", "required")
+
+    def create(
+        self, name: str, arguments: Mapping[str, Any] | None, deadline: Deadline, meta: Mapping[str, Any] | None
+    ) -> Status | dict[str, Any]:
+        """See `TaskProtocol.create`: task-augmented when the server and the tool allow it."""
+        params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
+        augmented = self.may_create(name, deadline)
+        if augmented:
+            params["task"] = {"ttl": DEFAULT_TTL_MS}
+        # A task is cancelled with tasks/cancel only: never notifications/cancelled for its call.
+        result = self.channel.call_tool(params, deadline, meta=meta, cancellable=not augmented)
+        if not augmented:
+            return result
+        task = result.get("task")
+        if task is None and "content" in result:
+            return result  # the server ran it at once after all
+        return self._stamp(decode(task, self.era))
+
+    def read(
+        self,
+        task_id: str,
+        deadline: Deadline,
+        meta: Mapping[str, Any] | None,
+        *,
+        drive: RequestOwner | None = None,
+        drive_deadline: Deadline | None = None,
+    ) -> Status:
+        """See `TaskProtocol.read`: ``tasks/get``, with the result of a completed task from
+        ``tasks/result`` and the error of a failed one from its statusMessage.
+        """
+        status = self._get(task_id, deadline, meta)
+        if drive is not None and status.status is TaskState.INPUT_REQUIRED:
+            # tasks/result blocks until the task ends, while a person answers: the wait's deadline.
+            result = self._result(task_id, drive_deadline or deadline, meta, drive)
+            if result is None:
+                return status
+            status = self._get(task_id, deadline, meta)
+            if status.status is TaskState.COMPLETED:
+                return attrs.evolve(status, result=result)
+        return self._complete(status, deadline, meta)
+
+    def update(
+        self, task_id: str, responses: Mapping[str, Any], deadline: Deadline, meta: Mapping[str, Any] | None
+    ) -> None:
+        """See `TaskProtocol.update`: 2025-11-25 has no tasks/update (input is answered in place)."""
+        raise McpError(
+            METHOD_NOT_FOUND,
+            f"tasks/update does not exist in {self.agreed.version}: the server's input requests are "
+            "answered as they come (by the input handlers, or a wait's input strategy)",
+            kind="protocol",
+        )
+
+    def cancel(self, task_id: str, deadline: Deadline, meta: Mapping[str, Any] | None) -> None:
+        """See `TaskProtocol.cancel`; a task that was already finished is left as it is."""
+        try:
+            self.channel.send("tasks/cancel", {"taskId": task_id}, deadline, meta=meta)
+        except McpError as exc:
+            if exc.code != INVALID_PARAMS:
+                raise
+            if not self._get(task_id, deadline, meta).terminal:
+                raise
+
+    def list(self, deadline: Deadline) -> list[Status]:
+        """See `TaskProtocol.list`: every page of ``tasks/list``."""
+        found: list[Status] = []
+        cursor: str | None = None
+        for _ in range(MAX_PAGES):
+            page = self.channel.send("tasks/list", {"cursor": cursor} if cursor else None, deadline)
+            tasks = page.get("tasks")
+            if not isinstance(tasks, list):
+                raise invalid_task(page, InvalidStatus("tasks", "must be a list"))
+            found.extend(self._stamp(decode(task, self.era)) for task in tasks)
+            next_cursor = page.get("nextCursor")
+            if not isinstance(next_cursor, str) or not next_cursor:
+                return found
+            cursor = next_cursor
+        raise invalid_task(None, InvalidStatus("nextCursor", f"went on for more than {MAX_PAGES} pages"))
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _stamp(self, status: Status) -> Status:
+        """The status with the session it belongs to (a 2025-era HTTP task may be bound to it)."""
+        session_id = self.channel.transport.session_id
+        return attrs.evolve(status, session_id=session_id) if session_id is not None else status  # type: ignore[call-arg]
+
+    def _get(self, task_id: str, deadline: Deadline, meta: Mapping[str, Any] | None) -> Status:
+        result = self.channel.send("tasks/get", {"taskId": task_id}, deadline, meta=meta)
+        return self._stamp(decode(result, self.era, task_id))
+
+    def _complete(self, status: Status, deadline: Deadline, meta: Mapping[str, Any] | None) -> Status:
+        if status.status is TaskState.COMPLETED:
+            result = self._result(status.task_id, deadline, meta, None)
+            if result is None:
+                return attrs.evolve(status, status=TaskState.WORKING)  # not there yet: look again
+            return attrs.evolve(status, result=result)
+        if status.status is TaskState.FAILED:
+            message = status.status_message or "The task failed"
+            return attrs.evolve(status, error={"code": INTERNAL_ERROR, "message": message})
+        return status
+
+    def _result(
+        self, task_id: str, deadline: Deadline, meta: Mapping[str, Any] | None, drive: RequestOwner | None
+    ) -> dict[str, Any] | None:
+        """``tasks/result``; None when the server says the task has no result yet (-32602)."""
+        try:
+            result = self.channel.send("tasks/result", {"taskId": task_id}, deadline, meta=meta, on_request=drive)
+        except McpError as exc:
+            if exc.code == INVALID_PARAMS and "not completed" in exc.message.lower():
+                return None
+            raise
+        if not isinstance(result, dict):
+            raise invalid_task(result, InvalidStatus("result", "must be an object"))
+        return result
+
+
+def protocol_of(channel: Channel, deadline: Deadline, *, discovered: bool = False) -> TaskProtocol:
+    """The task protocol of what `channel` agreed (negotiated within `deadline` if need be).
+    `discovered`: a modern connection pinned to its version asks ``server/discover`` first.
+    """
+    agreed = channel.agree(deadline)
+    if discovered and not agreed.legacy and agreed.discovered is None:
+        agreed = channel.discover(deadline)
+    return Legacy(channel, agreed) if agreed.legacy else Modern(channel, agreed)
