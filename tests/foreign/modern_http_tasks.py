@@ -1,0 +1,113 @@
+"""A 2026-07-28 Streamable HTTP server with the Tasks extension, at the socket level (standard
+library only, no mcp_tasks code): ``server/discover`` (advertising the extension unless
+``advertise=False``), ``tools/list``, ``tools/call`` (a task, flat with ``resultType: "task"``, when
+the request declares the extension and the server advertises it; the tool's result otherwise),
+``tasks/get``. JSON answers; no sessions, no GET stream (405).
+
+Tools: ``plain``; ``hold`` (a task that stays working); ``hostile`` (a task whose ``tasks/get``
+answers badly: ``mode`` list | object | number | other_id); ``wrong_id`` (answered with another
+request's id).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from tests.foreign.legacy_http_tasks import HttpConn, HttpRequest, SocketHttpServer
+from tests.foreign.legacy_tasks_core import Journal, obj
+
+VERSION = "2026-07-28"
+TASKS = "io.modelcontextprotocol/tasks"
+CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+TOOLS = [{"name": name, "inputSchema": {"type": "object"}} for name in ("plain", "hold", "hostile", "wrong_id")]
+STAMP = "2026-12-01T10:00:00Z"
+
+
+class ModernHttpTasksServer(SocketHttpServer):
+    def __init__(self, *, advertise: bool = True) -> None:
+        super().__init__("modern-http-tasks")
+        self.advertise = advertise
+        self.journal = Journal()
+        self.tasks: dict[str, dict[str, Any]] = {}  # task id -> {"tool", "mode"}
+
+    def handle(self, request: HttpRequest, conn: HttpConn) -> bool:
+        message = obj(request.json)
+        self.journal.add(
+            {"event": "http", "verb": request.verb, "rpc": message.get("method"), "headers": request.headers}
+        )
+        if request.verb != "POST":
+            conn.respond("405 Method Not Allowed")
+            return True
+        method = message.get("method")
+        if "id" not in message:
+            conn.respond("202 Accepted")
+            return True
+        params = obj(message.get("params"))
+        request_id = message["id"]
+        if method == "server/discover":
+            capabilities: dict[str, Any] = {"tools": {}}
+            if self.advertise:
+                capabilities["extensions"] = {TASKS: {}}
+            result: dict[str, Any] = {
+                "resultType": "complete",
+                "supportedVersions": [VERSION],
+                "capabilities": capabilities,
+                "serverInfo": {"name": "modern-http-tasks", "version": "1"},
+            }
+        elif method == "tools/list":
+            result = {"resultType": "complete", "tools": TOOLS}
+        elif method == "tools/call":
+            result = self._call(params)
+            if params.get("name") == "wrong_id":
+                request_id = f"{request_id}-other"
+        elif method == "tasks/get":
+            task_id = str(params.get("taskId"))
+            task = self.tasks.get(task_id)
+            if task is None:
+                error = {"code": -32602, "message": "Unknown or inaccessible taskId"}
+                conn.json("200 OK", {"jsonrpc": "2.0", "id": request_id, "error": error})
+                return True
+            result = {"resultType": "complete", **self._hostile(task_id, task)}
+        else:
+            error = {"code": -32601, "message": f"Method not found: {method}"}
+            conn.json("200 OK", {"jsonrpc": "2.0", "id": request_id, "error": error})
+            return True
+        conn.json("200 OK", {"jsonrpc": "2.0", "id": request_id, "result": result})
+        return True
+
+    def _call(self, params: dict[str, Any]) -> dict[str, Any]:
+        name = params.get("name")
+        meta = obj(params.get("_meta"))
+        declared = obj(meta.get(CLIENT_CAPABILITIES))
+        extensions = obj(declared.get("extensions"))
+        arguments = obj(params.get("arguments"))
+        if name in ("hold", "hostile") and self.advertise and TASKS in extensions:
+            task_id = str(uuid.uuid4())
+            self.tasks[task_id] = {"tool": name, "mode": arguments.get("mode")}
+            return {"resultType": "task", **_task(task_id, "working")}
+        return {"resultType": "complete", "content": [{"type": "text", "text": f"ran {name}"}], "isError": False}
+
+    def _hostile(self, task_id: str, task: dict[str, Any]) -> dict[str, Any]:
+        wire = _task(task_id, "working")
+        mode = task["mode"] if task["tool"] == "hostile" else None
+        if mode == "list":
+            wire["status"] = ["working"]
+        elif mode == "object":
+            wire["status"] = {"state": "completed"}
+        elif mode == "number":
+            wire["status"] = 3
+        elif mode == "other_id":
+            wire = _task(str(uuid.uuid4()), "working")
+        return wire
+
+
+def _task(task_id: str, status: str) -> dict[str, Any]:
+    return {
+        "taskId": task_id,
+        "status": status,
+        "createdAt": STAMP,
+        "lastUpdatedAt": STAMP,
+        "ttlMs": 60000,
+        "pollIntervalMs": 50,
+    }
