@@ -99,19 +99,19 @@ class TaskProtocol:
         raise NotImplementedError
 
     def read(
-        self,
-        task_id: str,
-        deadline: Deadline,
-        meta: Mapping[str, Any] | None,
-        *,
-        drive: RequestOwner | None = None,
-        drive_deadline: Deadline | None = None,
+        self, task_id: str, deadline: Deadline, meta: Mapping[str, Any] | None, *, result: dict[str, Any] | None = None
     ) -> Status:
-        """The task's status, with the payload its state implies. `drive` (2025-era waits): a
-        task that needs input is driven with a pending ``tasks/result`` (under `drive_deadline`),
-        inside which the server's input requests go to `drive`.
-        """
+        """The task's status, with the payload its state implies (`result`: one `drive` got)."""
         raise NotImplementedError
+
+    def drive(
+        self, task_id: str, deadline: Deadline, meta: Mapping[str, Any] | None, owner: RequestOwner
+    ) -> dict[str, Any] | None:
+        """Move a task that needs input along, and return its result if that ended it. Only the
+        2025 era needs this: a pending ``tasks/result``, inside which the server's input requests
+        go to `owner`; it lasts while a person answers, so it takes the wait's whole deadline.
+        """
+        return None
 
     def update(
         self, task_id: str, responses: Mapping[str, Any], deadline: Deadline, meta: Mapping[str, Any] | None
@@ -163,13 +163,7 @@ class Modern(TaskProtocol):
         return result
 
     def read(
-        self,
-        task_id: str,
-        deadline: Deadline,
-        meta: Mapping[str, Any] | None,
-        *,
-        drive: RequestOwner | None = None,
-        drive_deadline: Deadline | None = None,
+        self, task_id: str, deadline: Deadline, meta: Mapping[str, Any] | None, *, result: dict[str, Any] | None = None
     ) -> Status:
         """See `TaskProtocol.read`: ``tasks/get`` (input comes in its result, so nothing drives)."""
         result = self.channel.send("tasks/get", {"taskId": task_id}, deadline, meta=meta, answer_input=False)
@@ -232,27 +226,22 @@ class Legacy(TaskProtocol):
         return self._stamp(decode(task, self.era))
 
     def read(
-        self,
-        task_id: str,
-        deadline: Deadline,
-        meta: Mapping[str, Any] | None,
-        *,
-        drive: RequestOwner | None = None,
-        drive_deadline: Deadline | None = None,
+        self, task_id: str, deadline: Deadline, meta: Mapping[str, Any] | None, *, result: dict[str, Any] | None = None
     ) -> Status:
         """See `TaskProtocol.read`: ``tasks/get``, with the result of a completed task from
-        ``tasks/result`` and the error of a failed one from its statusMessage.
+        ``tasks/result`` (unless `result` is given) and the error of a failed one from its
+        statusMessage.
         """
         status = self._get(task_id, deadline, meta)
-        if drive is not None and status.status is TaskState.INPUT_REQUIRED:
-            # tasks/result blocks until the task ends, while a person answers: the wait's deadline.
-            result = self._result(task_id, drive_deadline or deadline, meta, drive)
-            if result is None:
-                return status
-            status = self._get(task_id, deadline, meta)
-            if status.status is TaskState.COMPLETED:
-                return attrs.evolve(status, result=result)
+        if result is not None and status.status is TaskState.COMPLETED:
+            return attrs.evolve(status, result=result)
         return self._complete(status, deadline, meta)
+
+    def drive(
+        self, task_id: str, deadline: Deadline, meta: Mapping[str, Any] | None, owner: RequestOwner
+    ) -> dict[str, Any] | None:
+        """See `TaskProtocol.drive`."""
+        return self._result(task_id, deadline, meta, owner)
 
     def update(
         self, task_id: str, responses: Mapping[str, Any], deadline: Deadline, meta: Mapping[str, Any] | None

@@ -307,11 +307,15 @@ class _Wait:
             return self._bounded(lambda step: self.protocol.read(self.task_id, step, self.meta))
         self.mark = side_of(self.client.channel).board.version(self.task_id)
         try:
-            return self._bounded(
-                lambda step: self.protocol.read(
-                    self.task_id, step, self.meta, drive=self._answer_request, drive_deadline=self.deadline
-                )
-            )
+            status = self._bounded(lambda step: self.protocol.read(self.task_id, step, self.meta))
+            if status.status is not TaskState.INPUT_REQUIRED:
+                return status
+            # A person may take a while to answer: the drive has the wait's deadline, no request's.
+            owner = self._answer_request
+            result = self._bounded(lambda _: self.protocol.drive(self.task_id, self.deadline, self.meta, owner))
+            if result is None:
+                return status
+            return self._bounded(lambda step: self.protocol.read(self.task_id, step, self.meta, result=result))
         except McpError:
             stopped = self._check_stopped()  # the read failed because the input was not answered
             if stopped is None:
