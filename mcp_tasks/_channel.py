@@ -356,15 +356,7 @@ class Channel:
         if agreed.legacy:
             return self._exchange_legacy(agreed, method, params, deadline, meta, on_request, cancellable), {}
         request_meta = self._meta_of(params.get("_meta"), meta)
-        for attempt in (1, 2):
-            try:
-                result = self._exchange_modern(method, params, deadline, request_meta, on_request, cancellable)
-                return result, request_meta
-            except McpError as exc:
-                if attempt == 2 or not _may_retry_version(exc, request_meta):
-                    raise
-                log.debug("the server refused protocol version %s but lists it; trying once more", PROTOCOL_VERSION)
-        raise AssertionError("unreachable")
+        return self._exchange_modern(method, params, deadline, request_meta, on_request, cancellable), request_meta
 
     def _exchange_modern(
         self,
@@ -375,13 +367,22 @@ class Channel:
         on_request: RequestOwner | None,
         cancellable: bool,
     ) -> dict[str, Any]:
+        """One modern request; a -32022 that lists the very version sent is worth one retry."""
         if request_meta is None:
             request_meta = self._meta_of(params.get("_meta"), None)
         headers = None
         if method == "tools/call":
             annotated = self._tool_headers.get(params.get("name"))  # type: ignore[arg-type]
             headers = param_header_values(annotated, params.get("arguments")) if annotated else None
-        return self._round_trip(method, {**params, "_meta": request_meta}, deadline, headers, on_request, cancellable)
+        sent = {**params, "_meta": request_meta}
+        for attempt in (1, 2):
+            try:
+                return self._round_trip(method, sent, deadline, headers, on_request, cancellable)
+            except McpError as exc:
+                if attempt == 2 or not _may_retry_version(exc, request_meta):
+                    raise
+                log.debug("the server refused protocol version %s but lists it; trying once more", PROTOCOL_VERSION)
+        raise AssertionError("unreachable")
 
     def _exchange_legacy(
         self,
