@@ -34,6 +34,7 @@ from mcp_tasks._retry import Retry
 from mcp_tasks._status import Status, TaskState
 from mcp_tasks._subscription import Closed, Dropped, Notification, Subscription
 from mcp_tasks._tasks import (
+    CANCEL_BUDGET,
     CallOptions,
     WaitOptions,
     await_task,
@@ -53,6 +54,7 @@ from mcp_tasks._tasks._strategies import InputStrategy
 from mcp_tasks._version import __version__
 
 __all__ = [
+    "CANCEL_BUDGET",
     "UNSET",
     "CallOptions",
     "Client",

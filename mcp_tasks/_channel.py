@@ -327,8 +327,10 @@ class Channel:
                     self._attachments[kind] = found
         return found
 
-    def close(self) -> None:
-        """Close the transport."""
+    def close(self, *, end_session: bool = True) -> None:
+        """Close the transport (`end_session` False: leave a 2025-era session open)."""
+        if not end_session:
+            self.transport.keep_session()
         self.transport.close()
 
     # -- one exchange ---------------------------------------------------------------------------

@@ -327,9 +327,12 @@ class Client:
         deadline = Deadline(resolve_timeout(timeout, self.timeout))
         return self._channel.open_listen(notifications, deadline, meta, max_buffer, overflow)
 
-    def close(self) -> None:
-        """Close the connection. Idempotent."""
-        self._channel.close()
+    def close(self, *, end_session: bool = True) -> None:
+        """Close the connection. Idempotent. ``end_session=False`` leaves a 2025-era HTTP session
+        open (no DELETE), so that its tasks can still be reached with ``Client.http(url,
+        session_id=...)``: some servers keep a task for the session that made it only.
+        """
+        self._channel.close(end_session=end_session)
 
     def __enter__(self) -> Client:
         return self

@@ -106,6 +106,12 @@ def _header(text: str) -> tuple[str, str]:
     return name.strip(), value.strip()
 
 
+SESSION_HELP = (
+    "join the 2025-era HTTP session that created the task (printed with its id): servers such as "
+    "mcp 1.30 keep a task for that session only"
+)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mcp-tasks", description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -156,14 +162,17 @@ def _parser() -> argparse.ArgumentParser:
     wait = commands.add_parser("wait", parents=[common, waits], help="wait for a task by id and print its result")
     wait.add_argument("target", metavar="TARGET")
     wait.add_argument("task_id", metavar="TASK_ID")
+    wait.add_argument("--session", metavar="SESSION_ID", help=SESSION_HELP)
 
     get = commands.add_parser("get", parents=[common], help="print a task's status (JSON) without waiting")
     get.add_argument("target", metavar="TARGET")
     get.add_argument("task_id", metavar="TASK_ID")
+    get.add_argument("--session", metavar="SESSION_ID", help=SESSION_HELP)
 
     cancel = commands.add_parser("cancel", parents=[common], help="ask the server to cancel a task")
     cancel.add_argument("target", metavar="TARGET")
     cancel.add_argument("task_id", metavar="TASK_ID")
+    cancel.add_argument("--session", metavar="SESSION_ID", help=SESSION_HELP)
 
     tools = commands.add_parser("tools", parents=[common], help="list the server's tools")
     tools.add_argument("target", metavar="TARGET")
@@ -241,9 +250,14 @@ def _connect(args: argparse.Namespace, handlers: InputHandlers) -> Client:
     headers = dict(args.header)
     if headers and kind != "http":
         raise UsageError("--header applies to http(s) targets only")
+    session_id = getattr(args, "session", None)
+    if session_id is not None and kind != "http":
+        raise UsageError("--session applies to http(s) targets only")
     auth = _auth(args)
     if kind == "http":
-        return Client.http(args.target, headers=headers or None, auth=auth, input_handlers=handlers)
+        return Client.http(
+            args.target, headers=headers or None, auth=auth, session_id=session_id, input_handlers=handlers
+        )
     if kind == "module":
         return Client.direct(_load(args.target), input_handlers=handlers)
     argv = shlex.split(args.target)
@@ -369,16 +383,22 @@ def _arguments(text: str) -> dict[str, Any]:
     return value
 
 
-def _resume_hint(args: argparse.Namespace, task_id: str) -> str:
+def _resume_hint(args: argparse.Namespace, state: dict[str, str]) -> str:
     kind = _kind(args.target)
     if kind != "http":
         how = "in this process" if kind == "module" else "over stdio by this command"
         return f"The server was started {how} and stops when it exits: the task ends with it."
     target = shlex.quote(args.target)
-    return f"Resume with: mcp-tasks wait {target} {task_id}   (or: mcp-tasks cancel {target} {task_id})"
+    task = state.get("task_id", "?")
+    session = state.get("session") or getattr(args, "session", None)
+    # A 2025-era server may keep the task for its session only: the hint joins that session.
+    task = f"{task} --session {shlex.quote(session)}" if session else task
+    return f"Resume with: mcp-tasks wait {target} {task}   (or: mcp-tasks cancel {target} {task})"
 
 
-def _wait(args: argparse.Namespace, client: Client, console: Console, task: str | Status) -> int:
+def _wait(
+    args: argparse.Namespace, client: Client, console: Console, task: str | Status, state: dict[str, str]
+) -> int:
     result = await_task(
         client,
         task,
@@ -387,6 +407,7 @@ def _wait(args: argparse.Namespace, client: Client, console: Console, task: str 
         listen=args.listen,
         on_status=console.status,
     )
+    state.pop("unfinished", None)
     console.result(result)
     return EXIT_TOOL_ERROR if result.get("isError") else EXIT_OK
 
@@ -398,15 +419,17 @@ def _call(args: argparse.Namespace, client: Client, console: Console, state: dic
         console.result(called)
         return EXIT_TOOL_ERROR if called.get("isError") else EXIT_OK
     state["task_id"] = called.task_id
+    state["unfinished"] = "yes"
+    fields: dict[str, Any] = {"taskId": called.task_id}
+    if called.session_id is not None:
+        state["session"] = fields["sessionId"] = called.session_id
     if args.no_wait:
-        note = "" if _kind(args.target) == "http" else f"\n{_resume_hint(args, called.task_id)}"
-        console.event("task", f"Task created: {called.task_id}{note}", taskId=called.task_id)
+        note = "" if _kind(args.target) == "http" and "session" not in state else f"\n{_resume_hint(args, state)}"
+        console.event("task", f"Task created: {called.task_id}{note}", **fields)
         sys.stdout.write(called.task_id + "\n")
         return EXIT_OK
-    console.event(
-        "task", f"Task created: {called.task_id}\n{_resume_hint(args, called.task_id)}", taskId=called.task_id
-    )
-    return _wait(args, client, console, called)
+    console.event("task", f"Task created: {called.task_id}\n{_resume_hint(args, state)}", **fields)
+    return _wait(args, client, console, called, state)
 
 
 def _tools(client: Client, console: Console) -> int:
@@ -425,20 +448,29 @@ def _tools(client: Client, console: Console) -> int:
 
 
 def _run(args: argparse.Namespace, console: Console, state: dict[str, str]) -> int:
-    with _connect(args, InputHandlers(form=_form(console))) as client:
-        if args.command == "call":
-            return _call(args, client, console, state)
-        if args.command == "tools":
-            return _tools(client, console)
-        state["task_id"] = args.task_id
-        if args.command == "wait":
-            return _wait(args, client, console, args.task_id)
-        if args.command == "get":
-            console.result(get_task(client, args.task_id).to_map())
-            return EXIT_OK
-        cancel_task(client, args.task_id)
-        console.event("cancelled", "Cancel requested (the server stops the task when it can).")
+    client = _connect(args, InputHandlers(form=_form(console)))
+    try:
+        return _command(args, client, console, state)
+    finally:
+        # A task left running in a 2025-era session stays reachable: leave the session open.
+        client.close(end_session=not (state.get("session") and state.get("unfinished")))
+
+
+def _command(args: argparse.Namespace, client: Client, console: Console, state: dict[str, str]) -> int:
+    if args.command == "call":
+        return _call(args, client, console, state)
+    if args.command == "tools":
+        return _tools(client, console)
+    state["task_id"] = args.task_id
+    if args.command == "wait":
+        state["unfinished"] = "yes"
+        return _wait(args, client, console, args.task_id, state)
+    if args.command == "get":
+        console.result(get_task(client, args.task_id).to_map())
         return EXIT_OK
+    cancel_task(client, args.task_id)
+    console.event("cancelled", "Cancel requested (the server stops the task when it can).")
+    return EXIT_OK
 
 
 def _fail(console: Console, exit_code: int, message: str, debug: bool, **fields: Any) -> int:
@@ -483,12 +515,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         task_id = state.get("task_id")
         if task_id is not None and args.command in ("call", "wait"):
-            message = f"interrupted; task {task_id} is still running. {_resume_hint(args, task_id)}"
+            message = f"interrupted; task {task_id} is still running. {_resume_hint(args, state)}"
         else:
             message = "interrupted"
         return _fail(console, EXIT_INTERRUPTED, message, debug)
     except TaskTimeout as exc:
-        return _fail(console, EXIT_TIMEOUT, f"{exc}. {_resume_hint(args, state.get('task_id', '?'))}", debug)
+        return _fail(console, EXIT_TIMEOUT, f"{exc}. {_resume_hint(args, state)}", debug)
     except (TaskFailed, TaskCancelled, InputRequired) as exc:
         return _fail(console, _outcome_code(exc), str(exc), debug)
     except McpError as exc:

@@ -288,7 +288,20 @@ class Legacy(TaskProtocol):
         return attrs.evolve(status, session_id=session_id) if session_id is not None else status  # type: ignore[call-arg]
 
     def _get(self, task_id: str, deadline: Deadline, meta: Mapping[str, Any] | None) -> Status:
-        result = self.channel.send("tasks/get", {"taskId": task_id}, deadline, meta=meta)
+        try:
+            result = self.channel.send("tasks/get", {"taskId": task_id}, deadline, meta=meta)
+        except McpError as exc:
+            if exc.code != INVALID_PARAMS or self.channel.transport.session_id is None:
+                raise
+            # Say why a task from elsewhere may be unknown here, and how to reach it.
+            raise McpError(
+                exc.code,
+                f"{exc.message} (a 2025-era server may keep a task for the HTTP session that created "
+                "it only: join that session with Client.http(url, session_id=status.session_id))",
+                exc.data,
+                exc.kind,
+                exc.cause,
+            ) from exc
         return self._stamp(decode(result, self.era, task_id))
 
     def _complete(self, status: Status, deadline: Deadline, meta: Mapping[str, Any] | None) -> Status:

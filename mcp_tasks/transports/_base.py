@@ -111,6 +111,12 @@ class Transport(abc.ABC):
     def _open_stream(self, message: Message, deadline: Deadline) -> Stream:
         """One attempt at `open_stream`."""
 
+    def keep_session(self) -> None:
+        """Leave the 2025-era session open when this transport closes (others may resume its
+        tasks by its id). Only HTTP has such a session; elsewhere there is nothing to keep.
+        """
+        return
+
     def begin_session(self, protocol_version: str) -> None:
         """The client finished a 2025-era handshake at `protocol_version`. HTTP then keeps the
         session (its headers, its GET stream, DELETE on close); other transports need nothing.
