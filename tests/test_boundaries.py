@@ -109,3 +109,22 @@ def test_the_server_does_not_import_the_client(module: str) -> None:
     bad = [chain(module, m, via) for m in via if m in CLIENT_MODULES]
     bad += [chain(module, m, via) for m in via if m.startswith("mcp_tasks.transports")]
     assert bad == []
+
+
+def module_level_imports(path: Path) -> set[str]:
+    """The mcp_tasks modules `path` imports when it loads: not inside functions, not for typing."""
+    found: set[str] = set()
+    for node in ast.parse(path.read_text(), str(path)).body:
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return {m for m in found if m.startswith("mcp_tasks.")}
+
+
+@pytest.mark.parametrize("module", ["mcp_tasks._errors", "mcp_tasks._status"])
+def test_errors_and_statuses_load_the_display_only_to_display(module: str) -> None:
+    loaded = module_level_imports(MODULES[module])
+    assert "mcp_tasks._errors" in loaded or "mcp_tasks._redact" in loaded  # the check sees imports
+    assert "mcp_tasks._display" not in loaded
+    assert "mcp_tasks._display" in GRAPH[module]  # imported where something is displayed

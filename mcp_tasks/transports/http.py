@@ -68,7 +68,7 @@ from requests.cookies import extract_cookies_to_jar
 from requests.utils import select_proxy
 
 from mcp_tasks._clock import Deadline
-from mcp_tasks._errors import CONNECTION_CLOSED, McpError, RequestTimeout, TransportError
+from mcp_tasks._errors import CONNECTION_CLOSED, McpError, RequestTimeout, SessionExpired, TransportError
 from mcp_tasks._wire import (
     META_PROTOCOL_VERSION,
     PROTOCOL_VERSION,
@@ -83,7 +83,6 @@ from mcp_tasks.transports._session import (
     GetResponse,
     GetStream,
     LegacySession,
-    SessionExpired,
     StreamMark,
     resume_answer,
 )
