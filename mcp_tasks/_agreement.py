@@ -17,10 +17,10 @@ from typing import Any, Literal
 import attrs
 
 from mcp_tasks._errors import (
-    CONNECTION_CLOSED,
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
+    SERVER_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
     McpError,
     RequestTimeout,
@@ -95,7 +95,7 @@ def is_handshake_refusal(error: McpError) -> bool:
         data = error.data
         status = data.get("status") if isinstance(data, dict) else None
         return status in HANDSHAKE_HTTP_STATUSES
-    return error.code in (METHOD_NOT_FOUND, INVALID_PARAMS, INVALID_REQUEST, CONNECTION_CLOSED)
+    return error.code in (METHOD_NOT_FOUND, INVALID_PARAMS, INVALID_REQUEST, SERVER_ERROR)
 
 
 def pinned_modern() -> Agreement:

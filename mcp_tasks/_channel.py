@@ -32,13 +32,14 @@ from mcp_tasks._agreement import (
 from mcp_tasks._clock import Deadline, pause
 from mcp_tasks._dispatch import Dispatcher, RequestOwner
 from mcp_tasks._errors import (
-    CONNECTION_CLOSED,
     HEADER_MISMATCH,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
     UNSUPPORTED_PROTOCOL_VERSION,
     McpError,
+    ProtocolError,
     RequestTimeout,
+    SessionExpired,
     name_request,
 )
 from mcp_tasks._input import NoHandler, answer_all
@@ -60,7 +61,6 @@ from mcp_tasks._wire import (
     request,
 )
 from mcp_tasks.transports._base import Transport
-from mcp_tasks.transports._session import SessionExpired
 
 __all__ = ["Channel", "Envelope"]
 
@@ -225,12 +225,10 @@ class Channel:
                 rounds += 1
                 if rounds > self.settings.max_input_rounds:
                     limit = self.settings.max_input_rounds
-                    raise McpError(
-                        CONNECTION_CLOSED,
+                    raise ProtocolError(
                         f"The server asked for input more than {limit} times",
-                        {"maxInputRounds": limit},
-                        "protocol",
-                        result,
+                        data={"maxInputRounds": limit},
+                        cause=result,
                     )
                 sent = self._answer_round(base, result, deadline)
                 continue

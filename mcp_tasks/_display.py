@@ -3,7 +3,7 @@ table for notebooks, and `StatusDisplay`, a ready ``on_status`` that keeps one l
 notebook output) up to date.
 
 IPython is used only when it is already imported (a notebook or an IPython shell); it is never a
-dependency. Task ids appear only as short prefixes.
+dependency. Task and session ids appear only in their short forms, even inside a server's text.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any
 
-from mcp_tasks._redact import short_id
+from mcp_tasks._redact import redact_ids, short_id
 from mcp_tasks._threads import start_thread
 
 if TYPE_CHECKING:
@@ -29,9 +29,13 @@ TICK = 1.0
 """How often a live terminal line redraws its elapsed time (seconds)."""
 
 
+def _redact(status: Status, text: str) -> str:
+    return redact_ids(text, status.task_id, status.session_id)
+
+
 def _payload(status: Status) -> str | None:
     if status.input_requests:
-        return "input requests: " + ", ".join(repr(k) for k in sorted(status.input_requests))
+        return "input requests: " + ", ".join(repr(_redact(status, k)) for k in sorted(status.input_requests))
     if status.result is not None:
         blocks = status.result.get("content")
         count = len(blocks) if isinstance(blocks, list) else 0
@@ -42,15 +46,15 @@ def _payload(status: Status) -> str | None:
             parts.append("isError")
         return "result: " + ", ".join(parts)
     if status.error is not None:
-        return f"error {status.error.get('code')}: {status.error.get('message')}"
+        return _redact(status, f"error {status.error.get('code')}: {status.error.get('message')}")
     return None
 
 
 def status_rows(status: Status) -> list[tuple[str, str]]:
     """What a display shows of a status, as (label, value) rows; empty fields are left out."""
-    rows = [("status", status.wire_status), ("task", short_id(status.task_id))]
+    rows = [("status", _redact(status, status.wire_status)), ("task", short_id(status.task_id))]
     if status.status_message:
-        rows.append(("message", status.status_message))
+        rows.append(("message", _redact(status, status.status_message)))
     if status.created_at:
         rows.append(("created", status.created_at))
     if status.last_updated_at:
@@ -60,6 +64,8 @@ def status_rows(status: Status) -> list[tuple[str, str]]:
         rows.append(("payload", payload))
     if status.era != "modern":
         rows.append(("era", status.era))
+    if status.session_id is not None:
+        rows.append(("session", short_id(status.session_id)))
     return rows
 
 
@@ -67,7 +73,7 @@ def status_line(status: Status, elapsed: float | None = None) -> str:
     """One line: ``[12s] working: exporting row 2 of 3``."""
     clock = f"[{_clock(elapsed)}] " if elapsed is not None else ""
     message = f": {status.status_message}" if status.status_message else ""
-    return f"{clock}{status.wire_status}{message}"
+    return _redact(status, f"{clock}{status.wire_status}{message}")
 
 
 def status_html(status: Status) -> str:
@@ -77,19 +83,20 @@ def status_html(status: Status) -> str:
 
 def error_rows(error: BaseException) -> list[tuple[str, str]]:
     """What a display shows of an error: its message, code and kind, and its task if it has one."""
-    rows = [("message", str(error))]
+    status = getattr(error, "status", None)
+    message = str(error)
+    rows = [("message", _redact(status, message) if status is not None else message)]
     code = getattr(error, "code", None)
     if code is not None:
         rows.append(("code", str(code)))
     kind = getattr(error, "kind", None)
     if kind is not None:
         rows.append(("kind", str(kind)))
-    status = getattr(error, "status", None)
     if status is not None:
         rows.append(("task", short_id(status.task_id)))
-        rows.append(("task status", status.wire_status))
+        rows.append(("task status", _redact(status, status.wire_status)))
         if status.status_message:
-            rows.append(("status message", status.status_message))
+            rows.append(("status message", _redact(status, status.status_message)))
     return rows
 
 

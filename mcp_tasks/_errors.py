@@ -1,11 +1,15 @@
 """Errors: one root, `McpError`, that carries a JSON-RPC code, a kind and a cause.
 
 ```
-McpError(Exception)                       code, message, data, kind, cause
- +- TransportError(McpError, ConnectionError)  the connection failed (-32000, kind transport)
- |   +- RequestTimeout(TimeoutError)           a request got no answer in time (-32001)
+McpError(Exception)                            code, message, data, kind, cause
+ +- TransportError(McpError, ConnectionError)  the connection failed (CONNECTION_CLOSED, kind transport)
+ |   +- RequestTimeout(TimeoutError)           a request got no answer in time (REQUEST_TIMEOUT)
+ |   +- SessionExpired                         the server expired the 2025-era HTTP session (404)
+ +- ProtocolError                              the server broke the protocol (PROTOCOL_VIOLATION, kind
+ |                                             protocol); retrying will not help
+ +- OAuthError                                 authorization failed (AUTHORIZATION_FAILED, kind authorization)
  +- TaskFailed                                 the task failed; code, message, data from its error
- +- TaskTimeout(McpError, TimeoutError)        a wait ran out of time (-32001); the task keeps running
+ +- TaskTimeout(McpError, TimeoutError)        a wait ran out of time (REQUEST_TIMEOUT); the task keeps running
 TaskCancelled(Exception)                  the task was cancelled (an outcome, not a protocol error)
 InputRequired(Exception)                  the task needs input this wait did not answer
 InvalidStatus(ValueError)                 a task map from the wire that does not decode
@@ -14,22 +18,25 @@ InputError(Exception)                     raised by an input handler that cannot
 
 Subclasses also derive from the builtin they resemble, so ``except TimeoutError`` catches a wait that
 ran out of time. ``str(error)`` is the message alone (`TaskFailed` adds the task). Every error of
-kind transport that a request raises is a `TransportError`; `TaskTimeout` is the wait's own
-deadline, not the connection's, and is not one. Messages name what they are about: the task (by a
-short prefix of its id), the method, the URL, the limit, the reason.
+kind transport that a request raises is a `TransportError`, and only those are ever retried;
+`TaskTimeout` is the wait's own deadline, not the connection's, and is not one. Messages name what
+they are about: the task (by its `short_id`, never the whole id, even where the server's own text
+embeds it), the method, the URL, the limit, the reason.
+
+The codes this client makes are named for what they say; a server's own codes come through as sent.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mcp_tasks._display import error_html, error_rows, pretty
-from mcp_tasks._redact import short_id
+from mcp_tasks._redact import redact_ids, short_id
 
 if TYPE_CHECKING:
     from mcp_tasks._status import Status
 
 __all__ = [
+    "AUTHORIZATION_FAILED",
     "CONNECTION_CLOSED",
     "HEADER_MISMATCH",
     "INTERNAL_ERROR",
@@ -38,14 +45,18 @@ __all__ = [
     "METHOD_NOT_FOUND",
     "MISSING_REQUIRED_CAPABILITY",
     "PARSE_ERROR",
+    "PROTOCOL_VIOLATION",
     "REQUEST_TIMEOUT",
+    "SERVER_ERROR",
     "UNSUPPORTED_PROTOCOL_VERSION",
     "InputError",
     "InputRequired",
     "InvalidStatus",
     "McpError",
     "OAuthError",
+    "ProtocolError",
     "RequestTimeout",
+    "SessionExpired",
     "TaskCancelled",
     "TaskFailed",
     "TaskTimeout",
@@ -55,16 +66,32 @@ __all__ = [
     "seconds",
 ]
 
+# JSON-RPC 2.0's own codes.
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
+
+# JSON-RPC leaves -32000..-32099 to implementations. MCP's SDKs and specification use -32000 and
+# -32001 (below), -32002 (resource not found), -32020..-32022 (below) and -32042 (URL elicitation);
+# this client's own codes sit at the far end of the range, clear of all of them.
 CONNECTION_CLOSED = -32000
+"""The connection closed or failed (as the MCP SDKs' ``ConnectionClosed``): a `TransportError`."""
+SERVER_ERROR = -32000
+"""A server's own generic failure: the first code of JSON-RPC's implementation-defined range, which
+servers answer for their own reasons ("Bad Request: Missing session ID"). The same number as
+`CONNECTION_CLOSED`; the name says which is meant where a server's answer is tested."""
 REQUEST_TIMEOUT = -32001
+"""A request, or a wait, got no answer in time."""
 HEADER_MISMATCH = -32020
 MISSING_REQUIRED_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
+PROTOCOL_VIOLATION = -32090
+"""The server broke the protocol (a `ProtocolError`): a malformed message or task, an answer to
+another request, an unknown resultType, a conversation past this client's limits."""
+AUTHORIZATION_FAILED = -32091
+"""Authorization failed (an `OAuthError`, or a 401/403 that carried no JSON-RPC error)."""
 
 KINDS = ("json_rpc", "protocol", "transport", "execution", "authorization", "extension")
 
@@ -79,13 +106,21 @@ def kind_for_code(code: int) -> str:
 
 
 class _Displayed:
-    """Rich displays for the errors: IPython's pretty form and an HTML table in notebooks."""
+    """Rich displays for the errors: IPython's pretty form and an HTML table in notebooks.
+
+    The display module is imported only when something is displayed: raising and catching an error
+    never loads it.
+    """
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        from mcp_tasks._display import error_rows, pretty
+
         assert isinstance(self, BaseException)
         pretty(f"{type(self).__module__}.{type(self).__qualname__}", error_rows(self), printer, cycle)
 
     def _repr_html_(self) -> str:
+        from mcp_tasks._display import error_html
+
         assert isinstance(self, BaseException)
         return error_html(self)
 
@@ -123,7 +158,7 @@ class McpError(_Displayed, Exception):
 
     @classmethod
     def from_wire(cls, error: object) -> McpError:
-        """Decode a JSON-RPC error object; a malformed one is itself a transport error."""
+        """Decode a JSON-RPC error object; a malformed one is itself a `ProtocolError`."""
         if (
             isinstance(error, dict)
             and isinstance(error.get("code"), int)
@@ -131,7 +166,7 @@ class McpError(_Displayed, Exception):
             and isinstance(error.get("message"), str)
         ):
             return cls(error["code"], error["message"], error.get("data"))
-        return TransportError("The server sent a malformed JSON-RPC error object", cause=error)
+        return ProtocolError("The server sent a malformed JSON-RPC error object", cause=error)
 
     def to_wire(self) -> dict[str, Any]:
         """The JSON-RPC error object for this error (kind and cause stay local)."""
@@ -178,28 +213,51 @@ class RequestTimeout(TransportError, TimeoutError):
         self.cause = "timeout"
 
 
+class SessionExpired(TransportError):
+    """The server answered 404 to a request that carried the 2025-era session id: the session is
+    gone, and the client sets up a new one (once) before it sends the request again.
+    """
+
+    def __init__(self) -> None:
+        super().__init__("The server expired the session (HTTP 404)", data={"status": 404})
+
+
+class ProtocolError(McpError):
+    """The server broke the protocol; retrying will not help.
+
+    A malformed message or task, an answer to another request, an unknown resultType: kind
+    ``protocol``, code `PROTOCOL_VIOLATION` unless given; `cause` is what the server sent. Never a
+    `TransportError`, so the `Retry` policy never sends the request again.
+    """
+
+    def __init__(self, message: str, *, cause: Any = None, data: Any = None, code: int = PROTOCOL_VIOLATION) -> None:
+        super().__init__(code, message, data, "protocol", cause)
+
+
 class OAuthError(McpError):
     """Authorization failed: discovery, registration, the user's consent or a token request.
 
     Its message names what was wrong (a URL, a mismatched issuer, the server's ``error``) and never
-    a token, code, verifier or secret. Kind ``authorization``; `data` may hold the server's OAuth
-    ``error`` code.
+    a token, code, verifier or secret. Kind ``authorization``, code `AUTHORIZATION_FAILED`; `data`
+    may hold the server's OAuth ``error`` code.
     """
 
     def __init__(self, message: str, *, data: Any = None) -> None:
-        super().__init__(CONNECTION_CLOSED, message, data, "authorization")
+        super().__init__(AUTHORIZATION_FAILED, message, data, "authorization")
 
 
 class TaskFailed(McpError):
     """The task failed: `code`, `message` and `data` are those of its error; `.status` is the task.
 
-    ``str(error)`` names the task as well: ``Task abc123… failed: <message>``.
+    ``str(error)`` names the task as well: ``Task abcd…wxyz failed: <message>``. Where the server's
+    message embeds the task id, `message` shows its short form (``status.error`` keeps the text as
+    sent).
     """
 
     def __init__(self, status: Status) -> None:
         error = status.error or {}
         code = error.get("code", INTERNAL_ERROR)
-        message = error.get("message", "The task failed")
+        message = redact_ids(str(error.get("message", "The task failed")), status.task_id)
         super().__init__(code, message, error.get("data"), None, ("task_failed", status))
         self.status = status
 
@@ -216,7 +274,7 @@ class TaskTimeout(McpError, TimeoutError):
     """
 
     def __init__(self, task_id: str, timeout: float, status: Status | None, *, cancelled: bool = False) -> None:
-        last = f" (last seen {status.wire_status})" if status is not None else ""
+        last = f" (last seen {redact_ids(status.wire_status, task_id, status.task_id)})" if status is not None else ""
         then = (
             "it was cancelled (cancel_on_timeout)"
             if cancelled
@@ -237,7 +295,7 @@ class TaskCancelled(_Displayed, Exception):
     """The task was cancelled: an outcome, not a protocol error. `.status` is the task."""
 
     def __init__(self, status: Status) -> None:
-        why = f": {status.status_message}" if status.status_message else ""
+        why = f": {redact_ids(status.status_message, status.task_id)}" if status.status_message else ""
         super().__init__(f"Task {short_id(status.task_id)} was cancelled{why}")
         self.status = status
 
@@ -246,7 +304,7 @@ class InputRequired(_Displayed, Exception):
     """The task needs input this wait did not answer. `.status` lists it in `input_requests`."""
 
     def __init__(self, status: Status) -> None:
-        keys = ", ".join(repr(k) for k in sorted(status.input_requests)) or "none listed"
+        keys = ", ".join(repr(redact_ids(k, status.task_id)) for k in sorted(status.input_requests)) or "none listed"
         super().__init__(
             f"Task {short_id(status.task_id)} needs input this wait did not answer ({keys}): answer it with "
             "update_task, or wait with input handlers that can"

@@ -16,7 +16,7 @@ import attrs
 
 from mcp_tasks._errors import INTERNAL_ERROR, InputError, McpError
 from mcp_tasks._input_kinds import INPUT_KINDS, kind_of
-from mcp_tasks._redact import short_id
+from mcp_tasks._redact import redact_ids, short_id
 
 
 class InputSubject(Protocol):
@@ -29,6 +29,10 @@ class InputSubject(Protocol):
     @property
     def input_requests(self) -> dict[str, dict[str, Any]]:
         """The requests the input was for."""
+
+    @property
+    def session_id(self) -> str | None:
+        """The session the task belongs to (its id is shortened in messages too)."""
 
 
 __all__ = [
@@ -205,18 +209,22 @@ def _valid_roots(response: dict[str, Any]) -> bool:
 
 def input_failure(key: str | None, reason: Any, subject: InputSubject | dict[str, Any]) -> McpError:
     """The error for input that could not be answered (-32603, kind execution); `subject` is the
-    task's Status (in a wait) or the input_required result (in a call). The message says why.
+    task's Status (in a wait) or the input_required result (in a call). The message says why, with
+    the task's id in its short form wherever it appears (input keys embed it on some servers).
     """
+    ids: tuple[str | None, ...] = ()
     if isinstance(subject, dict):
         whose, requests = "the server's", subject.get("inputRequests")
     else:
         whose, requests = f"task {short_id(subject.task_id)}'s", subject.input_requests
+        ids = (subject.task_id, subject.session_id)
     request = requests.get(key) if isinstance(requests, dict) and key is not None else None
     kind = kind_of(request) or "input"
-    what = f"The input handler for {whose} {kind} request {key!r}" if key is not None else f"The input for {whose}"
+    shown = repr(redact_ids(key, *ids)) if isinstance(key, str) else repr(key)
+    what = f"The input handler for {whose} {kind} request {shown}" if key is not None else f"The input for {whose}"
     return McpError(
         INTERNAL_ERROR,
-        f"{what} could not answer: {_why(kind, reason)}",
+        redact_ids(f"{what} could not answer: {_why(kind, reason)}", *ids),
         kind="execution",
         cause=("input_handler", key, reason, subject),
     )

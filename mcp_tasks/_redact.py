@@ -1,12 +1,17 @@
-"""Task ids can act as bearer tokens: logs and reprs show only a short prefix."""
+"""Task ids can act as bearer tokens: logs, messages and reprs show only a short form of each.
+
+The short form keeps both ends of an id (``abcd…wxyz``): some servers start every task id of a
+session with the same prefix, so a prefix alone would make all their tasks look alike.
+"""
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["redact_text", "short_id"]
+__all__ = ["redact_ids", "redact_text", "short_id"]
 
-_SHOWN = 6
+SECRET_LENGTH = 8
+"""Ids this long or longer are never shown whole; shorter ones are too short to be secrets."""
 
 # A run of id characters long enough to be a token: 16+ with a digit (uuids, hex, most random
 # ids), or 24+ of any kind. Words of prose stay readable.
@@ -14,11 +19,36 @@ _TOKEN = re.compile(r"[A-Za-z0-9_\-]{16,}")
 
 
 def short_id(value: object) -> str:
-    """A prefix of `value` that identifies it to a reader without giving it away."""
-    text = value if isinstance(value, str) else repr(value)
-    if len(text) <= _SHOWN:
-        return text[:2] + "…" if len(text) > 2 else text
-    return text[:_SHOWN] + "…"
+    """`value` cut to a form that tells ids apart without giving any away: ``abcd…wxyz`` for 12
+    characters or more, ``ab…yz`` for 8 to 11, ``ab…`` for 3 to 7 (shorter ones as they are).
+    """
+    if isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = repr(value)
+        except Exception:  # an int too long for repr, a repr that fails: the type still says something
+            return f"<{type(value).__name__}>"
+    size = len(text)
+    if size >= 12:
+        return f"{text[:4]}…{text[-4:]}"
+    if size >= SECRET_LENGTH:
+        return f"{text[:2]}…{text[-2:]}"
+    return text[:2] + "…" if size > 2 else text
+
+
+def redact_ids(text: str, *ids: object) -> str:
+    """`text` with every occurrence of each of `ids` replaced by its `short_id`.
+
+    For texts that may embed an id: a server's message, an input key such as ``<taskId>:<n>``.
+    Ids shorter than `SECRET_LENGTH` (and anything not a string) are left alone, so a short id
+    does not garble the words around it; longer ids are matched first, all in one pass.
+    """
+    secrets = sorted({i for i in ids if isinstance(i, str) and len(i) >= SECRET_LENGTH}, key=len, reverse=True)
+    if not secrets or not any(secret in text for secret in secrets):
+        return text
+    pattern = "|".join(re.escape(secret) for secret in secrets)
+    return re.sub(pattern, lambda match: short_id(match.group(0)), text)
 
 
 def _shorten(match: re.Match[str]) -> str:
@@ -30,6 +60,6 @@ def _shorten(match: re.Match[str]) -> str:
 
 def redact_text(text: str) -> str:
     """`text` (a line a server wrote, say) with everything that looks like an id or a token cut to
-    its `short_id` prefix.
+    its `short_id`.
     """
     return _TOKEN.sub(_shorten, text)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, TypeVar
 import attrs
 
 from mcp_tasks._clock import pause
-from mcp_tasks._errors import TransportError
+from mcp_tasks._errors import ProtocolError, TransportError
 
 if TYPE_CHECKING:
     from mcp_tasks._clock import Deadline
@@ -48,7 +48,8 @@ class Retry:
     connection was refused). Delays grow from `backoff` by doubling up to `max_backoff`, with up to
     `jitter` of each delay added at random; a server's ``Retry-After`` is honoured up to
     `max_retry_after` seconds. `attempts` counts the retries after the first try; ``Retry(0)``
-    (or ``retries=0`` on a Client) turns retrying off.
+    (or ``retries=0`` on a Client) turns retrying off. A `ProtocolError` (the server broke the
+    protocol) is never retried: the same request would get the same answer.
     """
 
     attempts: int = attrs.field(default=3, validator=_count)
@@ -92,6 +93,8 @@ class Retry:
             pause(delay)
 
     def _again(self, error: TransportError, idempotent: bool, retried: int) -> bool:
+        if isinstance(error, ProtocolError):  # not a TransportError today; never retried, whatever it becomes
+            return False
         return retried < self.attempts and error.retryable and (idempotent or not error.sent)
 
     @staticmethod

@@ -1,6 +1,12 @@
 """A task's status as the client reads it: from a creation result, ``tasks/get``, or a
-``notifications/tasks`` event. Decoded by one cattrs converter, built once, with strict hooks:
-cattrs would otherwise turn ``"3"`` into 3 and ``"false"`` into True and hide a broken server.
+``notifications/tasks`` event.
+
+A status is read on every poll, so a well-formed map is decoded by a plain function that checks
+each field once and builds the `Status`; only a map it refuses goes through the cattrs converter,
+whose detailed validation names the bad field in `InvalidStatus` (or, should the fast path have
+been too cautious, decodes it). The converter's hooks are strict: cattrs would otherwise turn
+``"3"`` into 3 and ``"false"`` into True and hide a broken server. Whatever a server sends, the
+outcome is a `Status` or an `InvalidStatus`.
 """
 
 from __future__ import annotations
@@ -13,13 +19,20 @@ import attrs
 import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
-from mcp_tasks._display import pretty, status_html, status_rows
 from mcp_tasks._errors import InvalidStatus
-from mcp_tasks._redact import short_id
+from mcp_tasks._redact import redact_ids, short_id
 
-__all__ = ["Status", "TaskState"]
+__all__ = ["MAX_SAFE_INT", "SAVED_KEY", "Status", "TaskState"]
 
 Era = Literal["modern", "legacy"]
+
+SAVED_KEY = "io.github.mcp-tasks/saved"
+"""The key of a saved map (`Status.to_map`) under which this client keeps what is not on the wire:
+``{"era": "legacy", "sessionId": "..."}``. Namespaced so that no server's key collides with it."""
+
+MAX_SAFE_INT = 2**53 - 1
+"""The largest integer every JSON peer reads exactly: a larger ttlMs or pollIntervalMs is ignored
+(seconds from it would overflow a float), a larger error code refused."""
 
 
 class TaskState(str, enum.Enum):
@@ -54,8 +67,10 @@ class Status:
     `input_requests` holds the outstanding requests of an ``input_required`` task keyed by the key
     ``tasks/update`` answers them under (``{}`` otherwise); `result` the CallToolResult of a
     ``completed`` one; `error` the JSON-RPC error object of a ``failed`` one. `raw` is the map as
-    the server sent it, ``_meta`` included. `era` says which protocol the task lives in. A status
-    decoded from a creation result may lack its payload: see `detailed`.
+    the server sent it, ``_meta`` included (`SAVED_KEY` left out). `era` says which protocol the task lives in;
+    `session_id` is the 2025-era HTTP session (``Mcp-Session-Id``) a legacy task belongs to, None
+    elsewhere (shown shortened, never whole). A status decoded from a creation result may lack its
+    payload: see `detailed`.
     """
 
     task_id: str
@@ -70,31 +85,40 @@ class Status:
     error: dict[str, Any] | None = None
     raw: dict[str, Any] = attrs.field(factory=dict)
     era: Era = "modern"
+    session_id: str | None = None
 
     @classmethod
-    def from_map(cls, task: object, *, era: Era = "modern") -> Status:
-        """Decode a task map from the wire; raises `InvalidStatus` naming the bad field.
+    def from_map(cls, task: object, *, era: Era | None = None, session_id: str | None = None) -> Status:
+        """Decode a task map; raises `InvalidStatus` naming the bad field, whatever the map holds.
 
         taskId must be a non-empty string and status a string. A creation result
         (``resultType: "task"``) needs no payload, but one it carries is checked; any other map
-        needs the payload its status implies. Optional fields are coerced, not rejected: a
-        statusMessage that is not a string, or a ttlMs that is not a positive integer, becomes None.
-        The legacy era reads ``ttl`` and ``pollInterval`` where ``ttlMs`` and ``pollIntervalMs``
-        are absent.
+        needs the payload its status implies; ``_meta``, when present, must be an object. Optional
+        fields are coerced, not rejected: a statusMessage that is not a string, or a ttlMs that is
+        not a positive integer (up to `MAX_SAFE_INT`), becomes None. The legacy era reads ``ttl``
+        and ``pollInterval`` where ``ttlMs`` and ``pollIntervalMs`` are absent.
+
+        `era` None means the era a saved map (`to_map`) records under `SAVED_KEY`, else modern; an
+        era given wins. Decoding what a server sent, name its era: a server could put that key in.
+        `session_id` likewise: None means the saved one, if any.
         """
         if not isinstance(task, Mapping):
             raise InvalidStatus("task", "must be a JSON object", task)
-        try:
-            status: Status = _converter.structure(_prepare(task, era), Status)
-        except cattrs.ClassValidationError as exc:
-            raise _invalid(exc, task, era) from None
+        if era is not None and era not in ("modern", "legacy"):
+            raise ValueError(f"era must be 'modern', 'legacy' or None, got {era!r}")
+        saved_era, saved_session = _saved(task)
+        era, session_id = era or saved_era, session_id or saved_session
+        status = _decode_fast(task, era, session_id)
+        if status is None:
+            status = _decode_detailed(task, era, session_id)
         return status
 
     def to_map(self) -> dict[str, Any]:
-        """The wire map of this status, to save as JSON and read back with `from_map`.
+        """The map of this status, to save as JSON and read back with `from_map`.
 
-        It is `raw` with the fields laid over it, in the keys of its era, so for a status decoded
-        from the wire ``Status.from_map(status.to_map(), era=status.era) == status``.
+        It is `raw` with the fields laid over it, in the keys of its era, and the era (when not
+        modern) and session id under `SAVED_KEY`, so that ``Status.from_map(status.to_map()) ==
+        status`` for a status decoded from the wire, legacy ones included.
         """
         fields: dict[str, Any] = _converter.unstructure(self)
         if self.status is TaskState.UNKNOWN:
@@ -108,6 +132,13 @@ class Status:
                 wire[wire_key] = fields[key]
             elif name in _OPTIONAL_HOOKS and wire_key in wire and _decodes(name, wire[wire_key]):
                 del wire[wire_key]  # the field was cleared: the map must not bring it back
+        saved: dict[str, str] = {}
+        if self.era != "modern":
+            saved["era"] = self.era
+        if self.session_id is not None:
+            saved["sessionId"] = self.session_id
+        if saved:
+            wire[SAVED_KEY] = saved
         return wire
 
     @property
@@ -138,36 +169,48 @@ class Status:
         """A copy whose `input_requests` are `requests` (for example only the pending ones)."""
         return attrs.evolve(self, input_requests=dict(requests))
 
+    def _redact(self, text: str) -> str:
+        """`text` with this task's id and session id, wherever they appear, in their short forms."""
+        return redact_ids(text, self.task_id, self.session_id)
+
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         """IPython's pretty form: status, short id, message, timestamps and a payload summary."""
+        from mcp_tasks._display import pretty, status_rows
+
         pretty("Status", status_rows(self), printer, cycle)
 
     def _repr_html_(self) -> str:
         """The same as an HTML table, for notebooks."""
+        from mcp_tasks._display import status_html
+
         return status_html(self)
 
     def __repr__(self) -> str:
-        parts = [f"task_id={short_id(self.task_id)!r}", f"status={self.wire_status!r}"]
+        parts = [f"task_id={short_id(self.task_id)!r}", f"status={self._redact(self.wire_status)!r}"]
         if self.status_message is not None:
-            parts.append(f"status_message={self.status_message!r}")
+            parts.append(f"status_message={self._redact(self.status_message)!r}")
         if self.input_requests:
-            parts.append(f"input_requests=[{', '.join(repr(short_id(k)) for k in sorted(self.input_requests))}]")
+            keys = ", ".join(repr(self._redact(k)) for k in sorted(self.input_requests))
+            parts.append(f"input_requests=[{keys}]")
         if self.result is not None:
             parts.append(f"result=<{len(self.result)} keys>")
         if self.error is not None:
             parts.append(f"error={{code: {self.error.get('code')!r}}}")
         if self.era != "modern":
             parts.append(f"era={self.era!r}")
+        if self.session_id is not None:
+            parts.append(f"session_id={short_id(self.session_id)!r}")
         return f"Status({', '.join(parts)})"
 
 
-# -- the converter: built once at import ----------------------------------------------------------
+# -- decoding: the envelope, then a fast path, then cattrs ----------------------------------------
 #
-# Its structure hook renames the wire's camelCase keys and checks each field strictly (cattrs would
-# otherwise turn "3" into 3 and "false" into True and hide a broken server); a failure comes back
-# from cattrs' own error notes as `InvalidStatus` naming the wire key. Its unstructure hook gives
-# the wire names back. Two things are not per field and are settled before cattrs runs: which
-# payload a map must carry (it follows from its status and resultType), and the legacy era's keys.
+# The converter's structure hook renames the wire's camelCase keys and checks each field strictly;
+# a failure comes back from cattrs' own error notes as `InvalidStatus` naming the wire key. Its
+# unstructure hook gives the wire names back. Three things are not per field and are settled
+# before either path runs: ``_meta`` and `SAVED_KEY` (`_saved`), which payload a map must carry (it
+# follows from its status and resultType), and the legacy era's keys. `_decode_fast` applies the
+# same hooks to the same keys, without cattrs' bookkeeping; tests hold the two paths equal.
 
 _WIRE_NAMES = {
     "task_id": "taskId",
@@ -183,7 +226,7 @@ _WIRE_NAMES = {
     "raw": "raw",
     "era": "era",
 }
-_PASSED_THROUGH = frozenset({"raw", "era"})  # not on the wire: from_map supplies them
+_PASSED_THROUGH = frozenset({"raw", "era"})  # not on the wire: from_map supplies them (and session_id)
 _LEGACY_KEYS = {"ttlMs": "ttl", "pollIntervalMs": "pollInterval"}
 _MISSING = object()  # a payload the status implies that the map does not carry
 
@@ -196,23 +239,120 @@ def _wire_key(key: str, era: Era, task: Mapping[str, Any]) -> str:
     return key
 
 
-def _prepare(task: Mapping[str, Any], era: Era) -> dict[str, Any]:
-    """The map cattrs structures: modern keys, only the payload the status implies, raw and era."""
+def _saved(task: Mapping[str, Any]) -> tuple[Era, str | None]:
+    """The era and session id a saved map records (modern and None for a map from the wire);
+    checks ``_meta`` on the way, the one other key no field reads.
+    """
+    meta = task.get("_meta")
+    if meta is not None and not isinstance(meta, dict):
+        raise InvalidStatus("_meta", "must be an object", meta)
+    saved = task.get(SAVED_KEY)
+    if saved is None:
+        return "modern", None
+    if not isinstance(saved, dict):
+        raise InvalidStatus(SAVED_KEY, "must be an object", saved)
+    era = saved.get("era", "modern")
+    if era != "modern" and era != "legacy":
+        raise InvalidStatus(SAVED_KEY, "has an era that is not 'modern' or 'legacy'", saved)
+    session_id = saved.get("sessionId")
+    if session_id is not None and (not isinstance(session_id, str) or not session_id):
+        raise InvalidStatus(SAVED_KEY, "has a sessionId that is not a non-empty string", saved)
+    return era, session_id
+
+
+def _raw(task: Mapping[str, Any]) -> dict[str, Any]:
+    """The map as the server sent it: what this client saved in it is not the server's."""
+    raw = dict(task)
+    raw.pop(SAVED_KEY, None)
+    return raw
+
+
+def _payload_key(task: Mapping[str, Any], wire_status: object, era: Era) -> str | None:
+    """The payload key a map must carry: the one its status implies, in the modern era, unless a
+    creation result leaves it out (a legacy task's result comes from tasks/result).
+    """
+    if not isinstance(wire_status, str) or era != "modern":
+        return None
+    key = _PAYLOAD.get(_KNOWN_STATES.get(wire_status, TaskState.UNKNOWN))
+    if key is None or (key not in task and task.get("resultType") == "task"):
+        return None
+    return key
+
+
+def _decode_fast(task: Mapping[str, Any], era: Era, session_id: str | None) -> Status | None:
+    """The status of a well-formed map, built at once; None for anything else (the detailed
+    path then names the problem). Every check is the converter's hook, so both agree.
+    """
+    task_id = task.get("taskId")
+    wire_status = task.get("status")
+    if not isinstance(task_id, str) or not task_id or not isinstance(wire_status, str):
+        return None
+    if not task_id.isascii() and not _wire_text(task_id):
+        return None
+    get = task.get
+    ttl = get("ttlMs", _MISSING)
+    poll = get("pollIntervalMs", _MISSING)
+    if era == "legacy":
+        ttl = get("ttl") if ttl is _MISSING else ttl
+        poll = get("pollInterval") if poll is _MISSING else poll
+    input_requests: dict[str, dict[str, Any]] = {}
+    result = error = None
+    payload = _payload_key(task, wire_status, era)
+    if payload is not None:
+        try:
+            value = _PAYLOAD_HOOKS[payload](get(payload, _MISSING), None)
+        except ValueError:
+            return None
+        if payload == "inputRequests":
+            input_requests = value
+        elif payload == "result":
+            result = value
+        else:
+            error = value
+    return Status(  # positional, in the order of the fields: a third faster than keywords
+        task_id,
+        _KNOWN_STATES.get(wire_status, TaskState.UNKNOWN),
+        _text_or_none(get("statusMessage"), None),
+        _text_or_none(get("createdAt"), None),
+        _text_or_none(get("lastUpdatedAt"), None),
+        _positive_int_or_none(ttl, None),
+        _positive_int_or_none(poll, None),
+        input_requests,
+        result,
+        error,
+        _raw(task),
+        era,
+        session_id,
+    )
+
+
+def _decode_detailed(task: Mapping[str, Any], era: Era, session_id: str | None) -> Status:
+    """The status of a map through cattrs' detailed validation: `InvalidStatus` naming the field."""
+    try:
+        status: Status = _converter.structure(_prepare(task, era, session_id), Status)
+    except cattrs.ClassValidationError as exc:
+        raise _invalid(exc, task, era) from None
+    return status
+
+
+def _prepare(task: Mapping[str, Any], era: Era, session_id: str | None) -> dict[str, Any]:
+    """The map cattrs structures: modern keys, only the payload the status implies, raw, era and
+    session id.
+    """
     fields = dict(task)
     for key in _LEGACY_KEYS:
         wire_key = _wire_key(key, era, task)
         if wire_key != key and wire_key in task:
             fields[key] = task[wire_key]
-    wire_status = task.get("status")
-    payload = _PAYLOAD.get(_KNOWN_STATES[wire_status]) if wire_status in _KNOWN_STATES else None
+    payload = _payload_key(task, task.get("status"), era)
     for key in _PAYLOAD.values():
-        # A legacy task carries no payload in tasks/get: its result comes from tasks/result.
-        if key == payload and era == "modern" and (key in task or task.get("resultType") != "task"):
+        if key == payload:
             fields[key] = task.get(key, _MISSING)
         else:
             fields.pop(key, None)
-    fields["raw"] = dict(task)
+    fields["raw"] = _raw(task)
     fields["era"] = era
+    fields["session_id"] = session_id
     return fields
 
 
@@ -256,7 +396,7 @@ def _text_or_none(value: Any, _type: Any) -> str | None:
 
 
 def _positive_int_or_none(value: Any, _type: Any) -> int | None:
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_SAFE_INT:
         return value
     return None
 
@@ -277,19 +417,22 @@ def _result(value: Any, _type: Any) -> dict[str, Any]:
 
 
 def _error(value: Any, _type: Any) -> dict[str, Any]:
-    if (
-        not isinstance(value, dict)
-        or not isinstance(value.get("code"), int)
-        or isinstance(value.get("code"), bool)
-        or not isinstance(value.get("message"), str)
-    ):
-        raise ValueError("must be an object with an integer code and a string message")
+    shape = "must be an object with an integer code and a string message"
+    if not isinstance(value, dict):
+        raise ValueError(shape)
+    code = value.get("code")
+    if not isinstance(code, int) or isinstance(code, bool) or not isinstance(value.get("message"), str):
+        raise ValueError(shape)
+    if not -MAX_SAFE_INT <= code <= MAX_SAFE_INT:
+        raise ValueError(f"has a code out of range (beyond ±{MAX_SAFE_INT})")
     return value
 
 
 def _as_is(value: Any, _type: Any) -> Any:
     return value
 
+
+_PAYLOAD_HOOKS = {"inputRequests": _input_requests, "result": _result, "error": _error}
 
 _OPTIONAL_HOOKS = {
     "status_message": _text_or_none,
@@ -323,6 +466,7 @@ _converter.register_structure_hook(
         error=override(struct_hook=_error),
         raw=override(struct_hook=_as_is),
         era=override(struct_hook=_as_is),
+        session_id=override(struct_hook=_as_is),
     ),
 )
 _converter.register_unstructure_hook(
@@ -340,5 +484,6 @@ _converter.register_unstructure_hook(
         input_requests=override(rename="inputRequests"),
         raw=override(omit=True),
         era=override(omit=True),
+        session_id=override(omit=True),
     ),
 )

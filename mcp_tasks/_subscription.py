@@ -21,7 +21,7 @@ from mcp_tasks._clock import MIN_STEP, Deadline, wait_condition
 from mcp_tasks._errors import McpError, RequestTimeout, TransportError
 from mcp_tasks._redact import short_id
 from mcp_tasks._threads import join_all, start_thread
-from mcp_tasks._wire import decode_response, malformed
+from mcp_tasks._wire import decode_response
 from mcp_tasks.transports._base import Stream
 
 __all__ = ["Closed", "Dropped", "Event", "Notification", "Subscription"]
@@ -242,7 +242,11 @@ class Subscription:
                 except McpError as exc:
                     return Closed(exc)
                 if not self._acknowledged:
-                    return Closed(malformed("The server ended the subscription before acknowledging it", message))
+                    # A stream that ends before its acknowledgement is no stream: a wait then polls
+                    # (it falls back on a TransportError, not yet on a ProtocolError).
+                    return Closed(
+                        TransportError("The server ended the subscription before acknowledging it", cause=message)
+                    )
                 return Closed(None)
             if not self._acknowledged:
                 if message.get("method") == "notifications/subscriptions/acknowledged":
@@ -266,8 +270,8 @@ class Subscription:
     def _acknowledge(self, message: dict[str, Any]) -> McpError | None:
         params = message.get("params")
         accepted = params.get("notifications") if isinstance(params, dict) else None
-        if not isinstance(accepted, dict):
-            return malformed("The acknowledgement has no notifications filter", message)
+        if not isinstance(accepted, dict):  # a TransportError, so that a wait polls (as above)
+            return TransportError("The acknowledgement has no notifications filter", cause=message)
         with self._cond:
             self.accepted = accepted
             self._acknowledged = True

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from mcp_tasks._errors import McpError, TransportError
+from mcp_tasks._errors import McpError, ProtocolError
 
 __all__ = [
     "EXTENSION_RESULT_TYPES",
@@ -305,9 +305,9 @@ def _plain_header_safe(value: str) -> bool:
     return all(0x21 <= ord(ch) <= 0x7E or ch == " " for ch in value)
 
 
-def malformed(message: str, cause: Any = None) -> McpError:
-    """A message from the server that breaks the protocol: a `TransportError` (-32000)."""
-    return TransportError(message, cause=cause)
+def malformed(message: str, cause: Any = None) -> ProtocolError:
+    """A message from the server that breaks the protocol: a `ProtocolError` (never retried)."""
+    return ProtocolError(message, cause=cause)
 
 
 def decode_response(message: object) -> dict[str, Any]:

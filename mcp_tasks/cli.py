@@ -396,9 +396,7 @@ def _resume_hint(args: argparse.Namespace, state: dict[str, str]) -> str:
     return f"Resume with: mcp-tasks wait {target} {task}   (or: mcp-tasks cancel {target} {task})"
 
 
-def _wait(
-    args: argparse.Namespace, client: Client, console: Console, task: str | Status, state: dict[str, str]
-) -> int:
+def _wait(args: argparse.Namespace, client: Client, console: Console, task: str | Status, state: dict[str, str]) -> int:
     result = await_task(
         client,
         task,

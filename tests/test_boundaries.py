@@ -153,3 +153,22 @@ def test_the_client_is_a_thin_facade() -> None:
     assert "mcp_tasks._tasks._wait" in TASKS
     lines = (PACKAGE / "_client.py").read_text().count("\n")
     assert lines <= 350, f"_client.py has {lines} lines: move the work to the channel"
+
+
+def module_level_imports(path: Path) -> set[str]:
+    """The mcp_tasks modules `path` imports when it loads: not inside functions, not for typing."""
+    found: set[str] = set()
+    for node in ast.parse(path.read_text(), str(path)).body:
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return {m for m in found if m.startswith("mcp_tasks.")}
+
+
+@pytest.mark.parametrize("module", ["mcp_tasks._errors", "mcp_tasks._status"])
+def test_errors_and_statuses_load_the_display_only_to_display(module: str) -> None:
+    loaded = module_level_imports(MODULES[module])
+    assert "mcp_tasks._errors" in loaded or "mcp_tasks._redact" in loaded  # the check sees imports
+    assert "mcp_tasks._display" not in loaded
+    assert "mcp_tasks._display" in GRAPH[module]  # imported where something is displayed

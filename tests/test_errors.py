@@ -13,6 +13,14 @@ from typing import Any
 import pytest
 
 import mcp_tasks as mt
+from mcp_tasks._errors import (
+    AUTHORIZATION_FAILED,
+    CONNECTION_CLOSED,
+    PROTOCOL_VIOLATION,
+    REQUEST_TIMEOUT,
+    SERVER_ERROR,
+    SessionExpired,
+)
 from mcp_tasks._redact import short_id
 from mcp_tasks._tasks import invalid_task
 from mcp_tasks._wire import malformed
@@ -44,9 +52,10 @@ def test_from_wire_keeps_code_message_data() -> None:
 @pytest.mark.parametrize(
     "bad", [None, "oops", {"code": "1", "message": "m"}, {"code": 1}, {"code": True, "message": "m"}]
 )
-def test_a_malformed_error_object_is_a_transport_error(bad: object) -> None:
+def test_a_malformed_error_object_is_a_protocol_error(bad: object) -> None:
     error = mt.McpError.from_wire(bad)
-    assert (error.code, error.kind) == (-32000, "transport")
+    assert isinstance(error, mt.ProtocolError) and not isinstance(error, mt.TransportError)
+    assert (error.code, error.kind) == (PROTOCOL_VIOLATION, "protocol")
     assert error.cause == bad
 
 
@@ -60,7 +69,7 @@ def test_timeouts_are_timeout_errors_and_print_only_their_message() -> None:
     task = mt.TaskTimeout("task-123456789", 2.0, None)
     assert isinstance(task, TimeoutError)
     assert str(task) == (
-        "Task task-1… did not finish within 2 s; it is still running on the server: wait for it again, or cancel it"
+        "Task task…6789 did not finish within 2 s; it is still running on the server: wait for it again, or cancel it"
     )
     assert task.data == {"taskId": "task-123456789", "timeoutMs": 2000}
     assert "task-123456789" not in repr(task) + str(task)
@@ -98,20 +107,20 @@ def status(**fields: Any) -> mt.Status:
 def test_task_errors_name_the_task_and_what_happened() -> None:
     working = status(status="working")
     assert str(mt.TaskTimeout(TASK_ID, 0.25, working)) == (
-        "Task task-s… did not finish within 0.25 s (last seen working); it is still running on the server: "
+        "Task task…6789 did not finish within 0.25 s (last seen working); it is still running on the server: "
         "wait for it again, or cancel it"
     )
     assert str(mt.TaskTimeout(TASK_ID, 90, working, cancelled=True)).endswith(
         "within 90 s (last seen working); it was cancelled (cancel_on_timeout)"
     )
     failed = mt.TaskFailed(status(status="failed", error={"code": -32050, "message": "disk full"}))
-    assert str(failed) == "Task task-s… failed: disk full (error -32050)"
+    assert str(failed) == "Task task…6789 failed: disk full (error -32050)"
     assert failed.message == "disk full"  # the task's own message, as the server sent it
     cancelled = mt.TaskCancelled(status(status="cancelled", statusMessage="stopped by admin"))
-    assert str(cancelled) == "Task task-s… was cancelled: stopped by admin"
+    assert str(cancelled) == "Task task…6789 was cancelled: stopped by admin"
     needs = mt.InputRequired(status(status="input_required", inputRequests={"confirm": {"method": "roots/list"}}))
     assert str(needs) == (
-        "Task task-s… needs input this wait did not answer ('confirm'): answer it with update_task, "
+        "Task task…6789 needs input this wait did not answer ('confirm'): answer it with update_task, "
         "or wait with input handlers that can"
     )
     with pytest.raises(mt.InvalidStatus) as invalid:
@@ -230,14 +239,35 @@ def test_the_server_says_which_capacity_ran_out_and_how_to_raise_it() -> None:
 
 def test_every_transport_kind_error_is_a_transport_error() -> None:
     made = [
-        mt.McpError.from_wire("garbage"),
         mt.RequestTimeout(1),
-        malformed("bad"),
+        SessionExpired(),
         invalid_task({"status": 3}, mt.InvalidStatus("status", "must be a string")),
     ]
     for error in made:
         assert error.kind == "transport"
         assert isinstance(error, mt.TransportError), error
+
+
+def test_protocol_violations_are_protocol_errors_of_their_own_code() -> None:
+    made = [mt.McpError.from_wire("garbage"), malformed("bad", {"x": 1}), mt.ProtocolError("odd")]
+    for error in made:
+        assert isinstance(error, mt.ProtocolError) and isinstance(error, mt.McpError)
+        assert not isinstance(error, (mt.TransportError, ConnectionError)), error
+        assert (error.code, error.kind) == (PROTOCOL_VIOLATION, "protocol")
+    assert made[1].cause == {"x": 1}
+    assert str(made[1]) == "bad"
+
+
+def test_each_code_this_client_makes_says_what_it_is() -> None:
+    assert mt.TransportError("gone").code == CONNECTION_CLOSED == -32000
+    assert mt.OAuthError("no token").code == AUTHORIZATION_FAILED
+    assert mt.ProtocolError("odd").code == PROTOCOL_VIOLATION
+    made = {CONNECTION_CLOSED, REQUEST_TIMEOUT, PROTOCOL_VIOLATION, AUTHORIZATION_FAILED}
+    assert len(made) == 4  # no two kinds of failure share a code
+    spec = {-32700, -32600, -32601, -32602, -32603, -32002, -32020, -32021, -32022, -32042}
+    assert not made & spec  # nor one of JSON-RPC's or MCP's own
+    assert all(-32099 <= code <= -32000 for code in made)  # JSON-RPC's implementation-defined range
+    assert SERVER_ERROR == -32000  # what servers answer for their own failures
 
 
 def test_public_classes_report_the_package_as_their_module() -> None:
@@ -246,7 +276,7 @@ def test_public_classes_report_the_package_as_their_module() -> None:
         if isinstance(public, type):
             assert public.__module__ == "mcp_tasks", name
     shown = "".join(traceback.format_exception_only(mt.TaskCancelled(status(status="cancelled"))))
-    assert shown.startswith("mcp_tasks.TaskCancelled: Task task-s… was cancelled")
+    assert shown.startswith("mcp_tasks.TaskCancelled: Task task…6789 was cancelled")
 
 
 def test_an_option_typo_names_the_public_function() -> None:
@@ -279,7 +309,7 @@ def test_errors_and_statuses_display_richly() -> None:
     printer = Printer()
     shown._repr_pretty_(printer, False)
     text = "".join(printer.out)
-    assert text.splitlines()[0] == "Status" and "working" in text and "row 2 of 3" in text and "task-s…" in text
+    assert text.splitlines()[0] == "Status" and "working" in text and "row 2 of 3" in text and "task…6789" in text
     page = shown._repr_html_()
     assert "row 2 of 3 &lt;b&gt;" in page and "2026-07-28T10:00:00Z" in page and TASK_ID not in page
     timed_out = mt.TaskTimeout(TASK_ID, 1, shown)

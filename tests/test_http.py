@@ -220,7 +220,9 @@ def test_error_bodies_that_are_not_json_rpc(status: str, content_type: str, body
     with HttpServer(rogue_app(status, content_type, body)) as http, mt.Client.http(http.url) as client:
         with pytest.raises(mt.McpError, match=match) as error:
             client.call_tool("anything")
-        assert error.value.kind == "transport"
+        # An HTTP error is the connection's failure; a 200 without a JSON-RPC message breaks the protocol.
+        assert error.value.kind == ("protocol" if status.startswith("200") else "transport")
+        assert isinstance(error.value, mt.ProtocolError if status.startswith("200") else mt.TransportError)
         if status.startswith("5") or status.startswith("404"):
             assert error.value.data["status"] == int(status[:3])  # (and "attempts" after retries)
 

@@ -298,9 +298,22 @@ def test_an_answer_to_another_id_is_an_error() -> None:
         conn.json({"jsonrpc": "2.0", "id": request.id + 1000, "result": {"content": []}})
 
     with ForeignServer(handler) as http, mt.Client.http(http.url) as client:
-        with pytest.raises(mt.McpError, match="another request") as error:
+        with pytest.raises(mt.ProtocolError, match="another request") as error:
             client.call_tool("x")
-        assert error.value.kind == "transport"
+        assert error.value.kind == "protocol"
+
+
+def test_a_protocol_violation_is_not_sent_again_even_when_idempotent() -> None:
+    def handler(request: Request, conn: Conn) -> None:
+        conn.body(b"[1, 2]", "200 OK", [("Content-Type", "application/json")])
+
+    with (
+        ForeignServer(handler) as http,
+        mt.Client.http(http.url, protocol="2026-07-28") as client,
+        pytest.raises(mt.ProtocolError, match="without a JSON-RPC message"),
+    ):
+        client.request("tasks/get", {"taskId": TASK})
+    assert http.count("tasks/get") == 1
 
 
 def test_a_404_names_the_url() -> None:

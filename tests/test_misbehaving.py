@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 import mcp_tasks as mt
+from mcp_tasks._errors import PROTOCOL_VIOLATION
 from mcp_tasks.server import HttpServer, McpWsgiApp
 from tests.conftest import ROOT, eventually, stdio_env
 from tests.fixtures.rogue import Rogue
@@ -33,11 +34,11 @@ def rogue(request: pytest.FixtureRequest) -> Iterator[mt.Client]:
 
 
 @pytest.mark.parametrize("tool", ["both", "neither", "result_not_object", "bad_error"])
-def test_malformed_responses_are_transport_errors(rogue: mt.Client, tool: str) -> None:
-    with pytest.raises(mt.McpError) as error:
+def test_malformed_responses_are_protocol_errors(rogue: mt.Client, tool: str) -> None:
+    with pytest.raises(mt.ProtocolError) as error:
         rogue.call_tool(tool)
-    assert error.value.code == -32000
-    assert error.value.kind == "transport"
+    assert error.value.code == PROTOCOL_VIOLATION
+    assert error.value.kind == "protocol"
 
 
 def test_a_refused_version_that_the_server_lists_is_tried_once_more(rogue: mt.Client) -> None:
@@ -103,6 +104,12 @@ def test_a_refused_listen_raises_its_error(rogue: mt.Client) -> None:
 def test_a_listen_that_ends_before_its_acknowledgement_is_an_error(rogue: mt.Client) -> None:
     with pytest.raises(mt.McpError, match="before acknowledging"):
         rogue.listen({"taskIds": ["end-before-ack"]})
+
+
+def test_a_listen_wait_polls_when_the_stream_ends_before_its_acknowledgement(rogue: mt.Client) -> None:
+    with pytest.raises(mt.TaskTimeout) as late:
+        mt.wait_task(rogue, "end-before-ack", listen=True, timeout=0.3, poll_interval=0.05)
+    assert late.value.status is not None and late.value.status.wire_status == "working"  # it polled
 
 
 def test_a_server_cancelling_the_stream_ends_it_normally(rogue: mt.Client) -> None:

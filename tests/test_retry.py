@@ -104,3 +104,10 @@ def test_within_takes_the_earlier_deadline():
     assert inner.at is not None and outer.at is not None and inner.at < outer.at
     assert Deadline(1).within(100).timeout == 1
     assert Deadline(None).within(5).timeout == 5
+
+
+def test_a_protocol_error_is_never_retried():
+    attempt, calls = failing([mt.ProtocolError("The server sent a result that is not a JSON object")] * 3)
+    with pytest.raises(mt.ProtocolError):
+        mt.Retry(attempts=3, backoff=0.001).run(attempt, Deadline(10), idempotent=True, what="tasks/get")
+    assert len(calls) == 1

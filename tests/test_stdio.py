@@ -194,7 +194,7 @@ def test_a_server_that_exits_says_its_last_stderr_lines_redacted(caplog: pytest.
         client.call_tool("die")
     message = str(exited.value)
     assert "exit code 4" in message
-    assert "fatal: cannot open the task store for task tok3n0" in message and message.endswith("giving up")
+    assert "fatal: cannot open the task store for task tok3…3210" in message and message.endswith("giving up")
     assert "starting step 29" in message and "starting step 0\n" not in message  # the last lines only
     assert TOKEN not in message
     forwarded = [r.getMessage() for r in caplog.records if r.name == "mcp_tasks.server_stderr"]

@@ -54,14 +54,14 @@ def invalid_task(result: object, cause: BaseException | None = None) -> McpError
     return malformed(f"The server sent an invalid task{detail}", result)
 
 
-def decode(task: object, era: str, task_id: str | None = None) -> Status:
-    """A Status from a task map of `era`, or the invalid-task error; with `task_id`, a map for
-    another task is an error too.
+def decode(task: object, era: str, task_id: str | None = None, session_id: str | None = None) -> Status:
+    """A Status from a task map of `era` (the era is the connection's, whatever the map says),
+    or the invalid-task error; with `task_id`, a map for another task is an error too.
     """
     if isinstance(task, Mapping) and task.get("resultType") == "input_required":
         raise invalid_task(task)
     try:
-        status = Status.from_map(task, era="legacy" if era == "legacy" else "modern")
+        status = Status.from_map(task, era="legacy" if era == "legacy" else "modern", session_id=session_id)
     except InvalidStatus as exc:
         raise invalid_task(task, exc) from exc
     if task_id is not None and status.task_id != task_id:
@@ -223,7 +223,7 @@ class Legacy(TaskProtocol):
         task = result.get("task")
         if task is None and "content" in result:
             return result  # the server ran it at once after all
-        return self._stamp(decode(task, self.era))
+        return decode(task, self.era, session_id=self.channel.transport.session_id)
 
     def read(
         self, task_id: str, deadline: Deadline, meta: Mapping[str, Any] | None, *, result: dict[str, Any] | None = None
@@ -273,7 +273,8 @@ class Legacy(TaskProtocol):
             tasks = page.get("tasks")
             if not isinstance(tasks, list):
                 raise invalid_task(page, InvalidStatus("tasks", "must be a list"))
-            found.extend(self._stamp(decode(task, self.era)) for task in tasks)
+            session_id = self.channel.transport.session_id
+            found.extend(decode(task, self.era, session_id=session_id) for task in tasks)
             next_cursor = page.get("nextCursor")
             if not isinstance(next_cursor, str) or not next_cursor:
                 return found
@@ -281,11 +282,6 @@ class Legacy(TaskProtocol):
         raise invalid_task(None, InvalidStatus("nextCursor", f"went on for more than {MAX_PAGES} pages"))
 
     # -- internals ----------------------------------------------------------------------------
-
-    def _stamp(self, status: Status) -> Status:
-        """The status with the session it belongs to (a 2025-era HTTP task may be bound to it)."""
-        session_id = self.channel.transport.session_id
-        return attrs.evolve(status, session_id=session_id) if session_id is not None else status  # type: ignore[call-arg]
 
     def _get(self, task_id: str, deadline: Deadline, meta: Mapping[str, Any] | None) -> Status:
         try:
@@ -302,7 +298,7 @@ class Legacy(TaskProtocol):
                 exc.kind,
                 exc.cause,
             ) from exc
-        return self._stamp(decode(result, self.era, task_id))
+        return decode(result, self.era, task_id, self.channel.transport.session_id)
 
     def _complete(self, status: Status, deadline: Deadline, meta: Mapping[str, Any] | None) -> Status:
         if status.status is TaskState.COMPLETED:

@@ -21,6 +21,7 @@ from mcp_tasks._errors import (
     METHOD_NOT_FOUND,
     REQUEST_TIMEOUT,
     McpError,
+    ProtocolError,
     RequestTimeout,
     TaskTimeout,
     TransportError,
@@ -196,7 +197,7 @@ class _Wait:
             subscription: Subscription = self._bounded(
                 lambda step: channel.open_listen({"taskIds": [self.task_id]}, step, self.meta)
             )
-        except (TransportError, RequestTimeout) as exc:
+        except (TransportError, ProtocolError, RequestTimeout) as exc:
             log.debug("no listen stream for task %s (%s); polling", short_id(self.task_id), exc.message)
             return None
         except McpError as exc:

@@ -27,7 +27,7 @@ from mcp_tasks._threads import start_thread
 from mcp_tasks._wire import loads
 from mcp_tasks.transports._sse import SseDecoder, SseEvent
 
-__all__ = ["GetStream", "LegacySession", "SessionExpired", "StreamMark", "resume_answer"]
+__all__ = ["GetStream", "LegacySession", "StreamMark", "resume_answer"]
 
 log = logging.getLogger("mcp_tasks")
 
@@ -37,13 +37,6 @@ DEFAULT_RECONNECT = 1.0
 MAX_RECONNECT = 30.0
 MAX_FAILURES = 5
 MAX_RESUMES = 5
-
-
-class SessionExpired(TransportError):
-    """The server answered 404 to a request that carried the session id: the session is gone."""
-
-    def __init__(self) -> None:
-        super().__init__("The server expired the session (HTTP 404)", data={"status": 404})
 
 
 def _visible_ascii(value: str) -> bool:

@@ -68,7 +68,14 @@ from requests.cookies import extract_cookies_to_jar
 from requests.utils import select_proxy
 
 from mcp_tasks._clock import Deadline
-from mcp_tasks._errors import CONNECTION_CLOSED, McpError, RequestTimeout, TransportError
+from mcp_tasks._errors import (
+    AUTHORIZATION_FAILED,
+    McpError,
+    ProtocolError,
+    RequestTimeout,
+    SessionExpired,
+    TransportError,
+)
 from mcp_tasks._wire import (
     META_PROTOCOL_VERSION,
     PROTOCOL_VERSION,
@@ -83,7 +90,6 @@ from mcp_tasks.transports._session import (
     GetResponse,
     GetStream,
     LegacySession,
-    SessionExpired,
     StreamMark,
     resume_answer,
 )
@@ -670,7 +676,7 @@ def _check_status(response: _Response, deadline: Deadline, cap: int) -> None:
         said = f": {rpc.message}" if rpc is not None else ""
         asks = f"; it asks for {challenge}" if challenge else ""
         raise McpError(
-            rpc.code if rpc is not None else CONNECTION_CLOSED,
+            rpc.code if rpc is not None else AUTHORIZATION_FAILED,
             f"{title} from {where}{said}{asks}",
             {"status": status, "wwwAuthenticate": challenge},
             "authorization",
@@ -717,7 +723,7 @@ def _rpc_error(body: bytes) -> McpError | None:
         return None
     if isinstance(message, dict) and "error" in message:
         error = McpError.from_wire(message["error"])
-        return error if error.kind != "transport" else None
+        return None if isinstance(error, (TransportError, ProtocolError)) else error
     return None
 
 

@@ -31,6 +31,7 @@ from typing import Any
 
 import pytest
 
+from mcp_tasks._errors import AUTHORIZATION_FAILED
 from tests.conftest import ROOT
 from tests.interop.conftest import HERE, require
 
@@ -111,10 +112,9 @@ EXPECTED_CLIENT_FAILURES: dict[str, list[tuple[str, int]]] = {
     # The mock serves tools/list only (its point is that the client never fetches a network $ref).
     "json-schema-ref-no-deref": [("tools/call lookup_user", -32601)],
     # The client must refuse to authorize (and stops at its first request): metadata for another
-    # resource, a wrong or missing iss, poisoned authorization server metadata, a 403 that asks for
-    # scopes the token already has.
+    # resource, a wrong or missing iss, poisoned authorization server metadata (an OAuthError)...
     **{
-        name: [("connect", -32000)]
+        name: [("connect", AUTHORIZATION_FAILED)]
         for name in (
             "auth/resource-mismatch",
             "auth/iss-supported-missing",
@@ -122,9 +122,10 @@ EXPECTED_CLIENT_FAILURES: dict[str, list[tuple[str, int]]] = {
             "auth/iss-unexpected",
             "auth/iss-normalized",
             "auth/metadata-issuer-mismatch",
-            "auth/scope-retry-limit",
         )
     },
+    # ...or a 403 that asks for scopes the token already has (the transport's 401/403 error).
+    "auth/scope-retry-limit": [("connect", -32091)],
 }
 
 
