@@ -241,7 +241,6 @@ def test_every_transport_kind_error_is_a_transport_error() -> None:
     made = [
         mt.RequestTimeout(1),
         SessionExpired(),
-        invalid_task({"status": 3}, mt.InvalidStatus("status", "must be a string")),
     ]
     for error in made:
         assert error.kind == "transport"
@@ -249,7 +248,12 @@ def test_every_transport_kind_error_is_a_transport_error() -> None:
 
 
 def test_protocol_violations_are_protocol_errors_of_their_own_code() -> None:
-    made = [mt.McpError.from_wire("garbage"), malformed("bad", {"x": 1}), mt.ProtocolError("odd")]
+    made = [
+        mt.McpError.from_wire("garbage"),
+        malformed("bad", {"x": 1}),
+        mt.ProtocolError("odd"),
+        invalid_task({"status": 3}, mt.InvalidStatus("status", "must be a string")),
+    ]
     for error in made:
         assert isinstance(error, mt.ProtocolError) and isinstance(error, mt.McpError)
         assert not isinstance(error, (mt.TransportError, ConnectionError)), error

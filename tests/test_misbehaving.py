@@ -62,24 +62,26 @@ def test_a_task_result_is_accepted_only_when_the_extension_was_declared(rogue: m
     assert status.task_id == "rogue-task"
 
 
-def test_a_creation_result_that_does_not_decode_is_minus_32000(rogue: mt.Client) -> None:
-    """Scenario 48 (call_tool): an invalid creation result is -32000, kind transport, cause the map."""
-    with pytest.raises(mt.McpError) as error:
+def test_a_creation_result_that_does_not_decode_is_a_protocol_error(rogue: mt.Client) -> None:
+    """Scenario 48 (call_tool): an invalid creation result is a ProtocolError (the seed said -32000
+    kind transport; issue 15: the server broke the protocol, a retry would not help), cause the map.
+    """
+    with pytest.raises(mt.ProtocolError) as error:
         mt.call_tool(rogue, "invalid_task")
-    assert error.value.code == -32000
-    assert error.value.kind == "transport"
+    assert error.value.code == -32090
+    assert error.value.kind == "protocol"
     assert error.value.cause["taskId"] == 5
     assert isinstance(error.value.__cause__, mt.InvalidStatus)
     assert error.value.__cause__.field == "taskId"
 
 
 @pytest.mark.parametrize("task_id", ["missing-payload", "input-shaped", "other-task"])
-def test_task_reads_that_do_not_decode_are_minus_32000(rogue: mt.Client, task_id: str) -> None:
-    """Scenario 48: get given an input_required-shaped or undecodable result gives -32000."""
-    with pytest.raises(mt.McpError) as error:
+def test_task_reads_that_do_not_decode_are_protocol_errors(rogue: mt.Client, task_id: str) -> None:
+    """Scenario 48: get given an input_required-shaped or undecodable result: a ProtocolError."""
+    with pytest.raises(mt.ProtocolError) as error:
         mt.get_task(rogue, task_id)
-    assert error.value.code == -32000
-    assert error.value.kind == "transport"
+    assert error.value.code == -32090
+    assert error.value.kind == "protocol"
     assert isinstance(error.value.cause, dict)
 
 

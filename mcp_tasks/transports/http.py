@@ -673,6 +673,8 @@ def _check_status(response: _Response, deadline: Deadline, cap: int) -> None:
     title = f"HTTP {status} {response.reason}".rstrip()
     if status in (401, 403):
         challenge = response.headers.get("WWW-Authenticate")
+        if isinstance(rpc, ProtocolError):
+            rpc = None  # a garbled body says nothing about the refusal
         said = f": {rpc.message}" if rpc is not None else ""
         asks = f"; it asks for {challenge}" if challenge else ""
         raise McpError(
@@ -723,7 +725,7 @@ def _rpc_error(body: bytes) -> McpError | None:
         return None
     if isinstance(message, dict) and "error" in message:
         error = McpError.from_wire(message["error"])
-        return None if isinstance(error, (TransportError, ProtocolError)) else error
+        return error if error.kind != "transport" else None
     return None
 
 
