@@ -140,6 +140,14 @@ class Modern(TaskProtocol):
 
     def meta(self, meta: Mapping[str, Any] | None = None) -> Envelope:
         """See `TaskProtocol.meta`: the envelope with the extension declared, under `meta`."""
+        if meta is None:
+            side = side_of(self.channel)
+            if side.declared is None:  # the same for every call on this channel: merged once
+                side.declared = self._declare(None)
+            return side.declared
+        return self._declare(meta)
+
+    def _declare(self, meta: Mapping[str, Any] | None) -> Envelope:
         declared = {META_CLIENT_CAPABILITIES: capabilities(self.channel.capabilities)}
         return self.channel.envelope(merge_meta(declared, meta))
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from mcp_tasks._dispatch import RequestOwner, related_task
 
 if TYPE_CHECKING:
-    from mcp_tasks._channel import Channel
+    from mcp_tasks._channel import Channel, Envelope
 
 __all__ = ["StatusBoard", "TaskSide", "side_of"]
 
@@ -61,6 +61,7 @@ class TaskSide:
     def __init__(self, channel: Channel) -> None:
         self.board = StatusBoard()
         self.task_support: dict[str, str] = {}
+        self.declared: Envelope | None = None  # the modern requests' _meta, merged once
         self._lock = threading.Lock()
         self._waits: dict[str, list[RequestOwner]] = {}
         channel.dispatcher.own_notifications(STATUS_NOTIFICATION, self._status_notification)
