@@ -31,6 +31,7 @@ Tools (``tools/call`` by name):
   ask_task        (task) input_required at once; asks inside ``tasks/result``: "hello <name> (<action>)"
   fail_with_id    (task) failed at once, its statusMessage naming the whole task id
   stuck           (task) working for ever; ``tasks/cancel`` refused with -32603
+  deaf            (task) working for ever; ``tasks/cancel`` never answered (until the server stops)
   hostile         (task) ``tasks/get`` answers badly: ``mode`` list | object | number | other_id
   wrong_id        answered with a response carrying another request's id (HTTP servers)
 
@@ -79,6 +80,7 @@ TOOLS = [
     _tool("ask_task", "optional"),
     _tool("fail_with_id", "optional"),
     _tool("stuck", "optional"),
+    _tool("deaf", "optional"),
     _tool("hostile", "optional"),
 ]
 TASK_SUPPORT = {t["name"]: t.get("execution", {}).get("taskSupport") for t in TOOLS}
@@ -460,6 +462,9 @@ class LegacyTasks:
             raise Refusal(-32602, f"Cannot cancel task in terminal status: {task.status}")
         if task.tool == "stuck":
             raise Refusal(-32603, "cancel refused")
+        if task.tool == "deaf":
+            self._wait(lambda: False)  # a server that never gets round to it
+            raise Refusal(-32603, "cancel never handled")
         self._finish(task, "cancelled", message="Task cancelled")
         return task.wire()
 
