@@ -91,6 +91,18 @@ def test_a_stalled_request_does_not_hold_up_the_others() -> None:
 def test_a_notification_on_a_plain_request_reaches_the_client() -> None:
     server = Recorder()
     transport = DirectTransport(server)
+    got: list[tuple[dict[str, Any], object]] = []
+    transport.attach(receiver=lambda message, origin: got.append((message, origin)))
+    try:
+        call(transport, "chatty", key=4)
+        assert got == [({"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "hi"}}, 4)]
+    finally:
+        transport.close()
+
+
+def test_a_receiver_that_takes_only_the_message_is_still_accepted() -> None:
+    server = Recorder()
+    transport = DirectTransport(server)
     got: list[dict[str, Any]] = []
     transport.attach(receiver=lambda message: got.append(message))
     try:
