@@ -91,11 +91,11 @@ def test_a_stalled_request_does_not_hold_up_the_others() -> None:
 def test_a_notification_on_a_plain_request_reaches_the_client() -> None:
     server = Recorder()
     transport = DirectTransport(server)
-    got: list[dict[str, Any]] = []
-    transport.attach(receiver=lambda message: got.append(message))
+    got: list[tuple[dict[str, Any], object]] = []
+    transport.attach(receiver=lambda message, origin: got.append((message, origin)))
     try:
-        call(transport, "chatty")
-        assert got == [{"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "hi"}}]
+        call(transport, "chatty", key=4)
+        assert got == [({"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "hi"}}, 4)]
     finally:
         transport.close()
 

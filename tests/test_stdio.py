@@ -213,7 +213,7 @@ def test_a_server_request_answered_slowly_does_not_block_the_reader() -> None:
     answering = threading.Event()
     release = threading.Event()
 
-    def receiver(message: dict[str, Any]) -> dict[str, Any] | None:
+    def receiver(message: dict[str, Any], origin: object) -> dict[str, Any] | None:
         answering.set()
         release.wait(60)
         return {"jsonrpc": "2.0", "id": message["id"], "result": {"answered": message["method"]}}

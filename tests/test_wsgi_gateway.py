@@ -106,13 +106,18 @@ def test_the_mcp_app_passes_the_validator_on_every_kind_of_answer() -> None:
     server = make_server()
     app = McpWsgiApp(server)
     with HttpServer(validator(app)) as http:
-        url = f"http://127.0.0.1:{http.port}/mcp"
-        with mt.Client.http(url) as client:
-            assert client.call_tool("greet", {"name": "wsgi"})["content"][0]["text"] == "Hello, wsgi!"
-            task = mt.call_tool(client, "slow_compute", {})
-            assert isinstance(task, mt.Status)
-            assert mt.wait_task(client, task, listen=True, timeout=30).status == "completed"  # an SSE stream
-            with pytest.raises(mt.McpError):
-                client.call_tool("no-such-tool")
-    app.close()
+        try:
+            url = f"http://127.0.0.1:{http.port}/mcp"
+            with mt.Client.http(url) as client:
+                assert client.call_tool("greet", {"name": "wsgi"})["content"][0]["text"] == "Hello, wsgi!"
+                task = mt.call_tool(client, "slow_compute", {})
+                assert isinstance(task, mt.Status)
+                assert mt.wait_task(client, task, listen=True, timeout=30).status == "completed"  # an SSE stream
+                with pytest.raises(mt.McpError):
+                    client.call_tool("no-such-tool")
+        finally:
+            # The app is behind the validator, out of the HttpServer's reach: closed here, before
+            # the server, it ends the listen stream the client left. (Closed after, that stream's
+            # thread would end only at its next keep-alive, 5 s on, racing the server's 5 s join.)
+            app.close()
     server.close()

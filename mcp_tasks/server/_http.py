@@ -166,11 +166,12 @@ class McpWsgiApp:
                     items.put(response)
             finally:
                 items.put(_END)
-                with self._lock:
-                    self._workers.discard(threading.current_thread())
 
         with self._lock:
             self._exchanges.add(exchange)
+            # Finished workers are dropped here, once they have ended, never by themselves (a
+            # thread that removed itself would still be alive for a moment, and `close` miss it).
+            self._workers = {worker for worker in self._workers if worker.is_alive()}
             self._workers.add(start_thread(f"server-http-stream-{next(self._numbers)}", run))
         first = items.get()
         if first is not _END and "id" in first and "error" in first:
@@ -467,7 +468,8 @@ class _ThreadedServer(HTTPServer):
         super().__init__(address, _Handler)
         self.app = app
         self._lock = threading.Lock()
-        self._connections: dict[threading.Thread, socket.socket] = {}
+        self._connections: dict[threading.Thread, socket.socket] = {}  # the sockets still served
+        self._threads: list[threading.Thread] = []  # every connection thread not yet known to have ended
         self._numbers = itertools.count(1)
 
     def process_request(self, request: Any, client_address: Any) -> None:
@@ -484,17 +486,23 @@ class _ThreadedServer(HTTPServer):
         with self._lock:
             thread = start_thread(f"server-http-{next(self._numbers)}", serve)
             self._connections[thread] = request
+            # A thread leaves `_connections` a moment before it ends: `close_connections` hands
+            # over every thread that may still be alive, so none is left unjoined.
+            self._threads = [t for t in self._threads if t.is_alive()]
+            self._threads.append(thread)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         log.debug("http connection error", exc_info=True)
 
     def close_connections(self) -> list[threading.Thread]:
+        """Shut down every connection still served; returns the connection threads to join."""
         with self._lock:
-            connections = dict(self._connections)
-        for sock in connections.values():
+            sockets = list(self._connections.values())
+            threads = list(self._threads)
+        for sock in sockets:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-        return list(connections)
+        return threads
 
 
 class HttpServer:
@@ -503,6 +511,10 @@ class HttpServer:
     `target` is a `Server` (served by a `McpWsgiApp` made with `app_opts`) or any WSGI app.
     Port 0 picks a free port; `url` says which. `close()` stops accepting, ends open streams,
     closes connections and joins every thread. A context manager.
+
+    A WSGI app passed in is its owner's to close, before this server: a thread serving one of
+    its streams ends only when the app ends the stream (a `McpWsgiApp` whose client went away
+    notices at its next keep-alive), and `close()` waits for such threads 5 s at most.
     """
 
     def __init__(

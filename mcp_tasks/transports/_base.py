@@ -4,7 +4,9 @@ Transports know nothing of tasks.
 
 Every request carries one `Deadline` (the call's whole timeout): each step the transport takes
 (connecting, writing, reading) gets its time from it. Transient failures are retried here, below
-the client, by the client's `Retry` policy and inside that deadline.
+the client, by the client's `Retry` policy and inside that deadline. A request abandoned (timed
+out, interrupted) is forgotten and, where it may be running, cancelled on the server, here once
+for every transport (`Transport.request`).
 """
 
 from __future__ import annotations
@@ -13,22 +15,43 @@ import abc
 import logging
 import queue
 import threading
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final, Union
 
 from mcp_tasks._clock import Deadline
-from mcp_tasks._errors import METHOD_NOT_FOUND, McpError
+from mcp_tasks._errors import METHOD_NOT_FOUND, McpError, RequestTimeout
 from mcp_tasks._retry import Retry
-from mcp_tasks._wire import IDEMPOTENT_METHODS
+from mcp_tasks._wire import IDEMPOTENT_METHODS, notification, valid_id
 
-__all__ = ["Message", "QueueStream", "Receiver", "Stream", "Transport"]
+__all__ = ["CANCEL_TIMEOUT", "Message", "QueueStream", "Receiver", "RequestId", "Sent", "Stream", "Transport"]
 
 log = logging.getLogger("mcp_tasks")
 
 Message = dict[str, Any]
 
-Receiver = Callable[[Message], "Message | None"]
-"""Takes a message that answers no pending request; for a server's request, returns the response."""
+RequestId = Union[str, int]
+"""A JSON-RPC request id as this library sends them (a string or an integer)."""
+
+Receiver = Callable[[Message, "RequestId | None"], "Message | None"]
+"""Takes a message that answers no pending request, and its origin (see `Transport.deliver`); for
+a server's request, returns the response.
+"""
+
+
+CANCEL_TIMEOUT: Final = 1.0
+"""The most time telling the server that a request was abandoned may take (best effort: a notice
+that cannot go out in that time is dropped, so abandoning a request never hangs)."""
+
+
+class Sent:
+    """Whether a request (any attempt at it) may have reached the server: set by the transport as
+    it hands the request to the wire, so one never sent is not cancelled.
+    """
+
+    __slots__ = ("reached",)
+
+    def __init__(self) -> None:
+        self.reached = False
 
 
 class Stream(abc.ABC):
@@ -52,10 +75,14 @@ class Transport(abc.ABC):
     """One connection to a server. Safe to share between threads."""
 
     retry: Retry = Retry()
+    cancel_timeout: float = CANCEL_TIMEOUT
+    """The budget for telling the server that a request was abandoned (see `request`)."""
     _receiver: Receiver | None = None
 
     def attach(self, *, receiver: Receiver | None = None, retry: Retry | None = None) -> None:
-        """Called once by the client: where unsolicited messages go, and the retry policy."""
+        """Called once by the client: where unsolicited messages go (a receiver takes
+        ``(message, origin)``), and the retry policy.
+        """
         if receiver is not None:
             self._receiver = receiver
         if retry is not None:
@@ -63,8 +90,17 @@ class Transport(abc.ABC):
 
     @property
     def session_id(self) -> str | None:
-        """The 2025-era HTTP session this transport is in (None elsewhere)."""
+        """The server's id for the 2025-era session this transport carries (``Mcp-Session-Id``),
+        or None: only HTTP has one, once a handshake server gave it (or one was joined).
+        """
         return None
+
+    @property
+    def in_flight(self) -> frozenset[RequestId]:
+        """The ids of the requests whose answers this transport is waiting for (a diagnostic: an
+        abandoned request is never among them).
+        """
+        return frozenset()
 
     def request(
         self,
@@ -77,21 +113,38 @@ class Transport(abc.ABC):
         """Send a request and return the response message that answers it.
 
         `headers` are extra HTTP headers for this request (``Mcp-Param-*``); other transports have
-        none to send. Raises `RequestTimeout` when the deadline passes first (the request is then
-        cancelled as the transport can), and `TransportError` when the connection failed (after
-        the retries the policy allows).
+        none to send. Raises `RequestTimeout` when the deadline passes first, and `TransportError`
+        when the connection failed (after the retries the policy allows).
+
+        A request is abandoned when its deadline passes or anything else interrupts it (a
+        `KeyboardInterrupt` while it waits, `SystemExit`, an exception out of the receiver): its
+        pending state goes (no entry stays behind, no reader keeps waiting for it) and the
+        exception goes on. When it may have reached the server and `cancellable` is true, the
+        server is then told with ``notifications/cancelled`` ``{"requestId", "reason"}``, sent
+        within `cancel_timeout` (`CANCEL_TIMEOUT`, 1 s) at most: a notice that cannot go out in
+        that time, or fails, is logged at debug and dropped, so abandoning never hangs.
+        Pass ``cancellable=False`` for a request that must not be cancelled that way (a
+        2025-11-25 task-augmented call: its task is cancelled with ``tasks/cancel`` only).
         """
         method = message.get("method")
-        return self.retry.run(
-            lambda: self._request(message, deadline, headers),
-            deadline,
-            idempotent=method in IDEMPOTENT_METHODS,
-            what=str(method),
-        )
+        sent = Sent()
+        try:
+            return self.retry.run(
+                lambda: self._request(message, deadline, headers, sent),
+                deadline,
+                idempotent=method in IDEMPOTENT_METHODS,
+                what=str(method),
+            )
+        except BaseException as exc:
+            if cancellable and sent.reached:
+                self._abandoned(message.get("id"), exc)
+            raise
 
     @abc.abstractmethod
-    def _request(self, message: Message, deadline: Deadline, headers: Mapping[str, str] | None) -> Message:
-        """One attempt at `request`."""
+    def _request(self, message: Message, deadline: Deadline, headers: Mapping[str, str] | None, sent: Sent) -> Message:
+        """One attempt at `request`. Sets ``sent.reached`` once the request may have reached the
+        server; whatever it raises, it leaves no pending state behind.
+        """
 
     @abc.abstractmethod
     def notify(self, message: Message, deadline: Deadline | None = None) -> None:
@@ -101,15 +154,25 @@ class Transport(abc.ABC):
         """Send a `subscriptions/listen` request; its messages, then its end, arrive on the stream.
 
         Opening is retried like an idempotent request; reading the stream is not bounded by
-        `deadline` (it lasts until the end or `close()`).
+        `deadline` (it lasts until the end or `close()`). Opening that is abandoned is cancelled
+        as `request` says.
         """
-        return self.retry.run(
-            lambda: self._open_stream(message, deadline), deadline, idempotent=True, what="subscriptions/listen"
-        )
+        sent = Sent()
+        try:
+            return self.retry.run(
+                lambda: self._open_stream(message, deadline, sent),
+                deadline,
+                idempotent=True,
+                what="subscriptions/listen",
+            )
+        except BaseException as exc:
+            if sent.reached:
+                self._abandoned(message.get("id"), exc)
+            raise
 
     @abc.abstractmethod
-    def _open_stream(self, message: Message, deadline: Deadline) -> Stream:
-        """One attempt at `open_stream`."""
+    def _open_stream(self, message: Message, deadline: Deadline, sent: Sent) -> Stream:
+        """One attempt at `open_stream` (``sent`` as for `_request`)."""
 
     def keep_session(self) -> None:
         """Leave the 2025-era session open when this transport closes (others may resume its
@@ -120,6 +183,7 @@ class Transport(abc.ABC):
     def begin_session(self, protocol_version: str) -> None:
         """The client finished a 2025-era handshake at `protocol_version`. HTTP then keeps the
         session (its headers, its GET stream, DELETE on close); other transports need nothing.
+        Called again after the server expired a session, for the new one.
         """
         return
 
@@ -127,15 +191,20 @@ class Transport(abc.ABC):
     def close(self) -> None:
         """Close the connection; pending requests fail. Idempotent."""
 
-    def deliver(self, message: Message) -> Message | None:
+    def deliver(self, message: Message, origin: RequestId | None = None) -> Message | None:
         """Hand the client a message that answers no pending request (a server's own request or
         notification). Returns the response to send back for a request, None for a notification.
         A request the client cannot take is refused with -32601, never left unanswered.
+
+        `origin` is the id of the pending request whose own response stream carried the message
+        (over HTTP, the SSE answer to its POST or the resumption of that answer; over direct, the
+        request whose exchange the server notified on), or None when the transport cannot tell
+        (the 2025-era GET stream, stdio, where every message shares one stream).
         """
         receiver = self._receiver
         if receiver is not None:
             try:
-                return receiver(message)
+                return receiver(message, origin)
             except Exception:
                 log.exception("the client failed to take a %s message", message.get("method"))
                 if "id" not in message:
@@ -146,6 +215,37 @@ class Transport(abc.ABC):
         method = message.get("method")
         error = McpError(METHOD_NOT_FOUND, f"Method not found: {method}")
         return {"jsonrpc": "2.0", "id": message.get("id"), "error": error.to_wire()}
+
+    # -- abandonment --------------------------------------------------------------------------
+
+    def _abandoned(self, request_id: object, exc: BaseException) -> None:
+        """Tell the server a request it may be running was abandoned because of `exc` (unless
+        `exc` is a failure that says the request is over: an answer that could not be read, a
+        connection that broke).
+        """
+        if isinstance(exc, McpError) and not isinstance(exc, RequestTimeout):
+            return
+        if not valid_id(request_id):
+            return
+        if isinstance(exc, RequestTimeout):
+            reason = "the request timed out"
+        else:
+            reason = f"the client abandoned the request ({type(exc).__name__})"
+        try:
+            self._send_cancel(notification("notifications/cancelled", {"requestId": request_id, "reason": reason}))
+        except Exception as failure:
+            log.debug("could not tell the server that request %r was abandoned: %r", request_id, failure)
+
+    def _send_cancel(self, message: Message) -> None:
+        """Send a ``notifications/cancelled`` within `cancel_timeout` (transports whose sending
+        never blocks queue it instead).
+        """
+        self.notify(message, Deadline(self.cancel_timeout))
+
+
+def request_ids(keys: Iterable[object]) -> frozenset[RequestId]:
+    """The keys that are request ids (for `Transport.in_flight`)."""
+    return frozenset(key for key in keys if isinstance(key, (str, int)) and not isinstance(key, bool))
 
 
 _END = object()

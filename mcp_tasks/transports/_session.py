@@ -14,20 +14,20 @@ server's ``retry:`` delay and GETs the stream again with ``Last-Event-ID``, with
 
 from __future__ import annotations
 
+import functools
 import logging
 import socket
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from mcp_tasks._clock import Deadline
-from mcp_tasks._errors import RequestTimeout, TransportError
+from mcp_tasks._clock import Deadline, wait_sliced
+from mcp_tasks._errors import McpError, RequestTimeout, TransportError
 from mcp_tasks._threads import start_thread
 from mcp_tasks._wire import loads
 from mcp_tasks.transports._sse import SseDecoder, SseEvent
 
-__all__ = ["GetStream", "LegacySession", "StreamMark", "resume_answer"]
+__all__ = ["Awaited", "GetStream", "LegacySession", "StreamMark", "resume_answer"]
 
 log = logging.getLogger("mcp_tasks")
 
@@ -44,38 +44,58 @@ def _visible_ascii(value: str) -> bool:
 
 
 class LegacySession:
-    """What one handshake session adds to each HTTP request, and what it takes from answers."""
+    """What one handshake session adds to each HTTP request, and what it takes from answers.
+
+    A session is ours when an ``initialize`` answer gave its id (we DELETE it at the end), or
+    joined when the id came from elsewhere (`join`): another process owns it, so it is never
+    deleted from here.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.version: str | None = None
         self.session_id: str | None = None
+        self.joined = False
 
     @property
     def active(self) -> bool:
-        """True from the ``initialize`` answer on (until `end`): requests carry the session's
-        headers, and none of the 2026-07-28 ones.
+        """True from the ``initialize`` answer (or a `join`) on, until `end`: requests carry the
+        session's headers, and none of the 2026-07-28 ones.
         """
         return self.version is not None or self.session_id is not None
+
+    def join(self, session_id: str) -> None:
+        """Carry `session_id`, a session another process set up, from the first request on."""
+        if not isinstance(session_id, str) or not _visible_ascii(session_id):
+            raise ValueError(f"session_id must be a non-empty string of visible ASCII, got {session_id!r}")
+        with self._lock:
+            self.session_id = session_id
+            self.joined = True
 
     def headers(self, method: object) -> dict[str, str]:
         """The session's headers for one message (none for ``initialize`` itself)."""
         if method == "initialize":
             return {}
         with self._lock:
-            found: dict[str, str] = {}
-            if self.session_id is not None:
-                found[SESSION_HEADER] = self.session_id
-            if self.version is not None:
-                found[VERSION_HEADER] = self.version
-            return found
+            return self._headers()
+
+    def _headers(self) -> dict[str, str]:
+        found: dict[str, str] = {}
+        if self.session_id is not None:
+            found[SESSION_HEADER] = self.session_id
+        if self.version is not None:
+            found[VERSION_HEADER] = self.version
+        return found
 
     def learn(self, method: object, status: int, headers: Any) -> None:
-        """Take the session id from a successful ``initialize`` answer (only from that)."""
+        """Take the session id from a successful ``initialize`` answer (only from that): a new
+        session, ours, which replaces whatever session was carried before.
+        """
         if method != "initialize" or status >= 300:
             return
         value = headers.get(SESSION_HEADER)
         with self._lock:
+            self.joined = False
             if isinstance(value, str) and _visible_ascii(value):
                 self.session_id = value
             elif value is not None:
@@ -88,16 +108,25 @@ class LegacySession:
         """Whether a `status` answer to a request sent with `sent` headers means an expired session."""
         return status == 404 and SESSION_HEADER in sent
 
+    def keep(self) -> None:
+        """Leave the session open at the end (no DELETE): its tasks are to be resumed elsewhere."""
+        with self._lock:
+            self.joined = True
+
     def begin(self, version: str) -> None:
-        """The handshake is done at `version`."""
+        """The handshake is done at `version` (a joined session keeps its id)."""
         with self._lock:
             self.version = version
 
-    def end(self) -> str | None:
-        """Forget the session; returns its id (for the DELETE) if there was one."""
+    def end(self) -> dict[str, str] | None:
+        """Forget the session; returns the headers a ``DELETE`` of it carries (its id and
+        ``MCP-Protocol-Version``), or None when there is none of ours to delete (no id, or a
+        joined session, which its owner ends).
+        """
         with self._lock:
-            session_id, self.session_id, self.version = self.session_id, None, None
-            return session_id
+            headers = self._headers() if self.session_id is not None and not self.joined else None
+            self.session_id, self.version, self.joined = None, None, False
+            return headers
 
 
 class GetResponse:
@@ -124,16 +153,27 @@ class GetResponse:
 
 OpenGet = Callable[[dict[str, str]], GetResponse]
 Deliver = Callable[[dict[str, Any]], None]
+Answer = Callable[[dict[str, Any]], bool]
 
 
 class GetStream:
-    """A worker that keeps the session's GET stream open and hands each message to `deliver`."""
+    """A worker that keeps the session's GET stream open and hands each message to `deliver`;
+    a response (which belongs on its request's own stream) goes to `answer`, which takes it when
+    a request still waits for it (a server that sends a resumed answer on whichever GET comes
+    next) and says False otherwise.
 
-    def __init__(self, open_get: OpenGet, deliver: Deliver, headers: dict[str, str], name: str) -> None:
+    `opened` is set once the first GET has an answer (or failed, or the worker stopped): until
+    then the server may not know the stream, so the transport holds its first request back.
+    """
+
+    def __init__(self, open_get: OpenGet, deliver: Deliver, answer: Answer, headers: dict[str, str], name: str) -> None:
         self._open = open_get
         self._deliver = deliver
+        self._answer = answer
+        self.headers = dict(headers)  # the session's, as given
         self._headers = {**headers, "Accept": "text/event-stream"}
         self._stop = threading.Event()
+        self.opened = threading.Event()
         self._lock = threading.Lock()
         self._current: GetResponse | None = None
         self._last_id: str | None = None
@@ -150,6 +190,12 @@ class GetStream:
             self._thread.join(5.0)
 
     def _run(self) -> None:
+        try:
+            self._keep_open()
+        finally:
+            self.opened.set()
+
+    def _keep_open(self) -> None:
         failures = 0
         delay = DEFAULT_RECONNECT
         while not self._stop.is_set():
@@ -159,11 +205,13 @@ class GetStream:
             try:
                 response = self._open(headers)
             except Exception as exc:
+                self.opened.set()
                 failures += 1
                 log.debug("the GET stream did not open: %r", exc)
                 if failures >= MAX_FAILURES or self._stop.wait(delay):
                     return
                 continue
+            self.opened.set()
             if response.status in (404, 405) or response.status >= 400:
                 response.close()
                 # 405: the server has no GET stream; 404: the session is gone (the next request sees it).
@@ -213,12 +261,12 @@ class GetStream:
         message = _parse(data)
         if message is None:
             return
-        if "method" not in message:
-            # A response belongs on its request's own stream (or a resumption of it), never here.
-            log.warning("ignoring a response the server sent on the session's GET stream")
-            return
         try:
-            self._deliver(message)
+            if "method" in message:
+                self._deliver(message)
+            elif not self._answer(message):
+                # A response belongs on its request's own stream (or a resumption of it).
+                log.warning("ignoring a response the server sent on the session's GET stream")
         except Exception:
             log.exception("delivering a GET stream message failed")
 
@@ -245,20 +293,74 @@ class StreamMark:
         return min(self.retry_ms / 1000, MAX_RECONNECT)
 
 
+class Awaited:
+    """One HTTP request waiting for its answer: a way to cut the read under way (its POST answer,
+    or the GET resuming it), and the answer when it came another way (on the session's GET
+    stream) or the end when the transport closed. Either cuts the read, which then finds it here.
+    """
+
+    def __init__(self, request_id: Any) -> None:
+        self.request_id = request_id
+        self._lock = threading.Lock()
+        self._cut: Callable[[], None] | None = None
+        self._answer: dict[str, Any] | None = None
+        self._aborted = False
+        self.settled = threading.Event()
+
+    def reading(self, cut: Callable[[], None] | None) -> None:
+        """`cut` wakes the read now under way (None: no read now). Once this returns with None,
+        no cut runs any more (a connection going back to the pool is never cut).
+        """
+        with self._lock:
+            self._cut = cut
+            if cut is not None and self.settled.is_set():
+                cut()
+
+    def answered(self, message: dict[str, Any]) -> bool:
+        """The answer came another way; False when the request was settled already."""
+        return self._settle(message)
+
+    def abort(self) -> None:
+        """The transport is closing: the request fails."""
+        self._settle(None)
+
+    def _settle(self, message: dict[str, Any] | None) -> bool:
+        with self._lock:
+            if self.settled.is_set():
+                return False
+            self._answer, self._aborted = message, message is None
+            self.settled.set()
+            if self._cut is not None:
+                self._cut()  # under the lock: see `reading`
+        return True
+
+    def outcome(self) -> dict[str, Any] | None:
+        """The answer that came another way; None when none came; `TransportError` when the
+        transport closed under the request.
+        """
+        if self._aborted:
+            raise TransportError("the client is closed")
+        return self._answer
+
+
 def resume_answer(
     open_get: OpenGet,
     headers: dict[str, str],
-    request_id: object,
+    awaited: Awaited,
     mark: StreamMark,
     deadline: Deadline,
     deliver: Deliver,
 ) -> dict[str, Any]:
-    """The response to `request_id`, whose POST answer ended without it: after the server's
-    ``retry:`` delay, GET the stream again with ``Last-Event-ID`` and read on; the server's own
-    messages on it go to `deliver`. Every wait and read is within `deadline` (RequestTimeout).
+    """The response to the `awaited` request, whose POST answer ended without it: after the
+    server's ``retry:`` delay, GET the stream again with ``Last-Event-ID`` and read on; the
+    server's own messages on it go to `deliver`. Every wait and read is within `deadline`
+    (RequestTimeout), and ends early when the answer comes another way (see `Awaited`).
     """
+    request_id = awaited.request_id
     for _ in range(MAX_RESUMES):
-        _sleep_within(deadline, mark.delay)
+        found = _wait_within(deadline, mark.delay, awaited)
+        if found is not None:
+            return found
         assert mark.last_id is not None
         sent = {**headers, "Accept": "text/event-stream", "Last-Event-ID": mark.last_id}
         log.debug("resuming the answer to #%s after event %s", request_id, mark.last_id)
@@ -272,22 +374,43 @@ def resume_answer(
                     f"the server answered the resumption GET with HTTP {response.status}",
                     data={"status": response.status},
                 )
-            found = _read_for(response, request_id, mark, deadline, deliver)
+            awaited.reading(functools.partial(_shutdown, response.sock))
+            try:
+                found = _read_for(response, request_id, mark, deadline, deliver)
+            except McpError:
+                found = awaited.outcome()
+                if found is None:
+                    raise
+            finally:
+                awaited.reading(None)
         finally:
             response.close()
+        if found is None:
+            found = awaited.outcome()
         if found is not None:
             return found
         log.debug("the resumed stream ended without the response; resuming again")
     raise TransportError(f"the SSE answer did not come back after {MAX_RESUMES} resumptions")
 
 
-def _sleep_within(deadline: Deadline, seconds: float) -> None:
-    """Sleep `seconds`, or until the deadline (then RequestTimeout)."""
-    end = time.monotonic() + seconds
-    while (left := end - time.monotonic()) > 0:
-        time.sleep(deadline.step(cap=left) or left)
+def _shutdown(sock: socket.socket | None) -> None:
+    """Wake a read blocked on `sock` (from any thread)."""
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+def _wait_within(deadline: Deadline, seconds: float, awaited: Awaited) -> dict[str, Any] | None:
+    """Wait `seconds` (the server's reconnection delay), within the deadline (then
+    RequestTimeout); the answer if it came another way meanwhile.
+    """
+    if wait_sliced(awaited.settled, deadline.bound(seconds)):
+        return awaited.outcome()
     if deadline.expired():
         raise RequestTimeout(deadline.timeout or 0.0)
+    return None
 
 
 def _read_for(

@@ -3,15 +3,19 @@ back, so what crosses is exactly what a wire would carry.
 
 A request without a timeout runs in the caller's thread. A request with one runs on one of the
 transport's long-lived workers while the caller waits with its deadline, so a request that stalls
-is abandoned at its deadline (the server sees it cancelled, as it would on a real wire) and no
-request costs a thread: a worker that finishes waits for the next one. The pool grows only while
-requests overlap (a stalled one keeps its worker), and keeps at most `MAX_IDLE` idle workers.
-Listen streams run on the same workers. Notifications the server sends on a request that is not a
-stream go to the client (`Transport.deliver`).
+is abandoned at its deadline. An abandoned request (its deadline passed, or the caller was
+interrupted) has its exchange cancelled, as a closed connection would show the server, and, unless
+the caller said it must not be, the server is also handed the ``notifications/cancelled`` a wire
+would carry (see `Transport.request`). No request costs a thread: a worker that finishes waits for
+the next one. The pool grows only while requests overlap (a stalled one keeps its worker), and
+keeps at most `MAX_IDLE` idle workers. Listen streams run on the same workers. Notifications the
+server sends on a request that is not a stream go to the client (`Transport.deliver`, with that
+request's id as their origin).
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import queue
@@ -22,9 +26,17 @@ from typing import Any
 from mcp_tasks._clock import Deadline, wait_sliced
 from mcp_tasks._errors import RequestTimeout, TransportError
 from mcp_tasks._exchange import Exchange, ServesMessages
-from mcp_tasks._threads import join_all, start_thread
+from mcp_tasks._threads import PREFIX, join_all
 from mcp_tasks._wire import dumps, loads, malformed
-from mcp_tasks.transports._base import Message, QueueStream, Stream, Transport
+from mcp_tasks.transports._base import (
+    Message,
+    QueueStream,
+    RequestId,
+    Sent,
+    Stream,
+    Transport,
+    request_ids,
+)
 
 __all__ = ["DirectTransport"]
 
@@ -52,7 +64,8 @@ class _Workers:
         self._name = name
         self._lock = threading.Lock()
         self._idle: list[queue.SimpleQueue[_Job | None]] = []
-        self._threads: set[threading.Thread] = set()
+        self._threads: set[threading.Thread] = set()  # the workers not yet on their way out
+        self._started: list[threading.Thread] = []  # every worker not yet known to have ended
         self._numbers = itertools.count(1)
         self._closed = False
 
@@ -68,7 +81,16 @@ class _Workers:
                 return
             inbox: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
             inbox.put((job, done))
-            self._threads.add(start_thread(f"{self._name}-{next(self._numbers)}", lambda: self._work(inbox)))
+            # Registered before it starts, so an interrupt that lands while it starts (the job
+            # can raise one in the caller's thread at once) leaves no worker untracked. A worker
+            # leaves `_threads` a moment before it ends: `close` joins from `_started`.
+            thread = threading.Thread(
+                target=lambda: self._work(inbox), name=f"{PREFIX}{self._name}-{next(self._numbers)}", daemon=True
+            )
+            self._threads.add(thread)
+            self._started = [t for t in self._started if t.is_alive()]
+            self._started.append(thread)
+            thread.start()
 
     def _work(self, inbox: queue.SimpleQueue[_Job | None]) -> None:
         done: threading.Event | None = None
@@ -105,7 +127,7 @@ class _Workers:
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
-            threads = list(self._threads)
+            threads = [t for t in self._started if t.ident is not None]  # (an interrupted start never ran)
         for inbox in idle:
             inbox.put(None)
         join_all(threads, timeout)
@@ -120,52 +142,89 @@ class DirectTransport(Transport):
         self._server = server
         self._principal = principal
         self._lock = threading.Lock()
-        self._inflight: set[Exchange] = set()
+        self._inflight: dict[Exchange, RequestId | None] = {}  # streams: None
         self._workers = _Workers("direct")
         self._closed = False
 
-    def _request(self, message: Message, deadline: Deadline, headers: Mapping[str, str] | None) -> Message:
-        """See `Transport.request`."""
+    def _request(self, message: Message, deadline: Deadline, headers: Mapping[str, str] | None, sent: Sent) -> Message:
+        """See `Transport.request`. An abandoned request's exchange is cancelled (the server sees
+        what a closed connection would show it) and leaves the in-flight map.
+        """
         self._check_open()
         timeout = deadline.step()
         wire = _over_the_wire(message)
-        exchange = Exchange(self._deliver_notification, self._principal)
-        if timeout is None:
-            return self._answer(self._server.handle(wire, exchange))
-        outcome: dict[str, Any] = {}
+        key = message.get("id")
+        origin = key if isinstance(key, (str, int)) and not isinstance(key, bool) else None
+        exchange = Exchange(functools.partial(self._deliver_notification, origin=origin), self._principal)
+        with self._lock:
+            self._check_open()
+            self._inflight[exchange] = key
+        try:
+            if timeout is None:
+                sent.reached = True
+                try:
+                    response = self._server.handle(wire, exchange)
+                except Exception:
+                    sent.reached = False  # the server is done with it: it failed it
+                    raise
+                return self._answer(response)
+            outcome: dict[str, Any] = {}
+            done = threading.Event()
+
+            def job() -> None:
+                try:
+                    outcome["response"] = self._server.handle(wire, exchange)
+                except BaseException as exc:  # handed to the caller's thread
+                    outcome["error"] = exc
+
+            sent.reached = True  # from here on it may run: an interrupt can land before run returns
+            try:
+                self._workers.run(job, done)
+            except TransportError:
+                sent.reached = False
+                raise
+            if not wait_sliced(done, deadline.remaining()):
+                raise RequestTimeout(deadline.timeout or timeout)
+            if "error" in outcome:
+                sent.reached = False  # the server failed the request: nothing of it runs on
+                raise outcome["error"]
+            return self._answer(outcome["response"])
+        except BaseException:
+            exchange.cancel()
+            raise
+        finally:
+            with self._lock:
+                self._inflight.pop(exchange, None)
+
+    @property
+    def in_flight(self) -> frozenset[RequestId]:
+        """See `Transport.in_flight`."""
+        with self._lock:
+            return request_ids(self._inflight.values())
+
+    def _send_cancel(self, message: Message) -> None:
+        """See `Transport._send_cancel`: the server handles the notice on a worker, waited for
+        `cancel_timeout` at most.
+        """
+        wire = _over_the_wire(message)
         done = threading.Event()
 
         def job() -> None:
             try:
-                outcome["response"] = self._server.handle(wire, exchange)
-            except BaseException as exc:  # handed to the caller's thread
-                outcome["error"] = exc
-            finally:
-                with self._lock:
-                    self._inflight.discard(exchange)
+                self._server.handle(wire, Exchange(principal=self._principal))
+            except Exception as exc:
+                log.debug("the server failed on a notifications/cancelled: %r", exc)
 
-        with self._lock:
-            self._check_open()
-            self._inflight.add(exchange)
-        try:
-            self._workers.run(job, done)
-        except TransportError:
-            with self._lock:
-                self._inflight.discard(exchange)
-            raise
-        if not wait_sliced(done, deadline.remaining()):
-            exchange.cancel()
-            raise RequestTimeout(deadline.timeout or timeout)
-        if "error" in outcome:
-            raise outcome["error"]
-        return self._answer(outcome["response"])
+        self._workers.run(job, done)
+        if not wait_sliced(done, self.cancel_timeout):
+            log.debug("the server did not take the notifications/cancelled within %.1fs", self.cancel_timeout)
 
     def notify(self, message: Message, deadline: Deadline | None = None) -> None:
         """See `Transport.notify`."""
         self._check_open()
         self._server.handle(_over_the_wire(message), Exchange(principal=self._principal))
 
-    def _open_stream(self, message: Message, deadline: Deadline) -> Stream:
+    def _open_stream(self, message: Message, deadline: Deadline, sent: Sent) -> Stream:
         """See `Transport.open_stream`. The server side runs on a worker until it ends."""
         self._check_open()
         wire = _over_the_wire(message)
@@ -192,17 +251,18 @@ class DirectTransport(Transport):
                 stream.end(TransportError(f"the server failed while serving the stream: {exc!r}"))
             finally:
                 with self._lock:
-                    self._inflight.discard(exchange)
+                    self._inflight.pop(exchange, None)
 
         with self._lock:
             self._check_open()
-            self._inflight.add(exchange)
+            self._inflight[exchange] = None  # a stream, not a request waiting for its answer
         try:
             self._workers.run(job, finished)
         except TransportError:
             with self._lock:
-                self._inflight.discard(exchange)
+                self._inflight.pop(exchange, None)
             raise
+        sent.reached = True
         return stream
 
     def close(self) -> None:
@@ -221,14 +281,16 @@ class DirectTransport(Transport):
         """How many worker threads the transport has (for tests and benchmarks)."""
         return self._workers.count
 
-    def _deliver_notification(self, message: Message) -> None:
-        """A notification the server sent on a plain request: the client's, like any unsolicited one."""
+    def _deliver_notification(self, message: Message, origin: RequestId | None) -> None:
+        """A notification the server sent on a plain request (`origin`): the client's, like any
+        unsolicited one.
+        """
         try:
             carried = _over_the_wire(message)
         except ValueError as exc:  # no wire could carry it: it never reaches the client
             log.debug("dropped a server notification no wire can carry: %s", exc)
             return
-        self.deliver(carried)
+        self.deliver(carried, origin)
 
     def _answer(self, response: Message | None) -> Message:
         if response is None:

@@ -38,18 +38,29 @@ act exactly as they do for any requests call; redirects are not followed on eith
 403 that no auth object resolved is an `McpError` of kind ``authorization`` naming the URL and the
 server's ``WWW-Authenticate`` challenge.
 
+**Abandoned requests** (see `Transport.request`): the answer's connection is closed, and the
+server is sent ``notifications/cancelled`` when the request may be running there: once it went
+straight to the server's connection pool, or, through `Session.request`, once the server accepted
+it (a failure before that may be an auth object's own, and a cancellation must never start an
+authorization flow). `close` fails the requests still waiting.
+
 **A 2025-era session** (after ``initialize``, see `transports._session`): requests carry the
 session's ``Mcp-Session-Id`` and ``MCP-Protocol-Version`` and none of the 2026-07-28 headers; a 404
 to a request that carried the session id is `SessionExpired`; the session's GET stream brings the
 server's own messages; an SSE answer that ends before its response is resumed with
-``Last-Event-ID``; ``close`` DELETEs the session. The server's requests, on any stream, are handed
-to the client and their answers POSTed back.
+``Last-Event-ID``, and a response the server sends on the GET stream instead answers the request
+still waiting for it; the first request of a session waits (`GET_STREAM_WAIT` at most) for the GET
+stream to open, so the server has it to send on; ``close`` DELETEs the session (with its
+``MCP-Protocol-Version``), unless it was joined (``session_id=``: another process owns it). The
+server's requests, on any stream, are handed to the client (with the id of the request whose
+answer carried them, None on the GET stream) and their answers POSTed back.
 """
 
 from __future__ import annotations
 
 import email.utils
 import http.client
+import itertools
 import logging
 import socket
 import ssl
@@ -67,7 +78,7 @@ from requests.auth import AuthBase
 from requests.cookies import extract_cookies_to_jar
 from requests.utils import select_proxy
 
-from mcp_tasks._clock import Deadline
+from mcp_tasks._clock import Deadline, wait_sliced
 from mcp_tasks._errors import (
     AUTHORIZATION_FAILED,
     McpError,
@@ -83,10 +94,12 @@ from mcp_tasks._wire import (
     loads,
     malformed,
     mcp_name,
+    valid_id,
 )
 from mcp_tasks._wire import dumps as dump_json
-from mcp_tasks.transports._base import Message, Stream, Transport
+from mcp_tasks.transports._base import Message, RequestId, Sent, Stream, Transport, request_ids
 from mcp_tasks.transports._session import (
+    Awaited,
     GetResponse,
     GetStream,
     LegacySession,
@@ -105,6 +118,9 @@ AUTO_POOL_SIZE: Final = 4096
 DRAIN_WAIT: Final = 0.1
 """How long the end of an SSE answer's stream is awaited after its response, to keep the connection."""
 
+GET_STREAM_WAIT: Final = 2.0
+"""How long a 2025-era session's first request waits for the session's GET stream to open."""
+
 NOTIFY_TIMEOUT: Final = 30.0
 RETRY_STATUSES: Final = frozenset({429, 502, 503, 504})
 _READ_SIZE: Final = 65536
@@ -118,6 +134,10 @@ class HttpTransport(Transport):
     proxies, verify and cert) and never closed by this transport; otherwise one is made with a
     connection pool of `pool_size` connections, or (None) one sized for the threads that share
     the client. `max_message` caps one message (a JSON body or an SSE event), in bytes.
+
+    `session_id` joins a 2025-era session another process set up (and owns): every request
+    carries it as ``Mcp-Session-Id`` from the first on, `begin_session` keeps it, and `close`
+    does not DELETE it.
     """
 
     max_message: int = MAX_EVENT
@@ -172,7 +192,11 @@ class HttpTransport(Transport):
         self._lock = threading.Lock()
         self._closed = False
         self._legacy = LegacySession()
+        if session_id is not None:
+            self._legacy.join(session_id)
         self._get_stream: GetStream | None = None
+        self._get_streams = itertools.count(1)
+        self._pending: dict[object, Awaited] = {}
 
     def _direct_pool(self, template: requests.PreparedRequest, settings: Any) -> Any:
         """The adapter's connection pool for this URL, when messages may go straight to it."""
@@ -202,17 +226,54 @@ class HttpTransport(Transport):
 
     # -- Transport ----------------------------------------------------------------------------
 
-    def _request(self, message: Message, deadline: Deadline, headers: Mapping[str, str] | None) -> Message:
-        """See `Transport.request`."""
-        response = self._send(message, deadline, extra=headers)
+    def _request(self, message: Message, deadline: Deadline, headers: Mapping[str, str] | None, sent: Sent) -> Message:
+        """See `Transport.request`. The request is in the pending map while it waits, where the
+        session's GET stream can hand it an answer, and `close` can cut it.
+        """
+        self._await_get_stream(deadline)
+        key = message["id"]
+        awaited = Awaited(key)
+        with self._lock:
+            if self._closed:
+                raise TransportError("the client is closed")
+            self._pending[key] = awaited
         try:
+            return self._exchange(message, deadline, headers, sent, awaited)
+        except McpError:
+            found = awaited.outcome()
+            if found is None:
+                raise
+            return found
+        finally:
+            with self._lock:
+                if self._pending.get(key) is awaited:
+                    del self._pending[key]
+
+    def _exchange(
+        self, message: Message, deadline: Deadline, headers: Mapping[str, str] | None, sent: Sent, awaited: Awaited
+    ) -> Message:
+        response = self._send(message, deadline, extra=headers, sent=sent)
+        try:
+            awaited.reading(response.shutdown)
             if response.status == 202:
                 raise malformed(f"The server answered the request {message.get('method')} with 202 and no body")
             if response.event_stream:
-                return self._answer_from_stream(response, message["id"], deadline)
+                return self._answer_from_stream(response, awaited, deadline)
             return _json_answer(response, response.read_all(deadline, self.max_message), message["id"])
         finally:
+            awaited.reading(None)
             response.finish()
+
+    @property
+    def in_flight(self) -> frozenset[RequestId]:
+        """See `Transport.in_flight`."""
+        with self._lock:
+            return request_ids(self._pending)
+
+    @property
+    def session_id(self) -> str | None:
+        """See `Transport.session_id`: the 2025-era session's ``Mcp-Session-Id``, ours or joined."""
+        return self._legacy.session_id
 
     def notify(self, message: Message, deadline: Deadline | None = None) -> None:
         """See `Transport.notify`. The server answers 202 with no body."""
@@ -223,9 +284,10 @@ class HttpTransport(Transport):
         finally:
             response.finish()
 
-    def _open_stream(self, message: Message, deadline: Deadline) -> Stream:
+    def _open_stream(self, message: Message, deadline: Deadline, sent: Sent) -> Stream:
         """See `Transport.open_stream`: the POST's response is the stream (SSE), or one error."""
-        response = self._send(message, deadline, listen=True)
+        self._await_get_stream(deadline)
+        response = self._send(message, deadline, listen=True, sent=sent)
         if not response.event_stream:
             try:
                 single = _json_answer(response, response.read_all(deadline, self.max_message), message["id"])
@@ -242,19 +304,33 @@ class HttpTransport(Transport):
 
     def begin_session(self, protocol_version: str) -> None:
         """See `Transport.begin_session`: send the session's headers from now on, and keep its GET
-        stream open for the server's own messages.
+        stream open for the server's own messages. Called again for a new session (after the
+        server expired one), the new session's GET stream replaces the old one's.
         """
         self._legacy.begin(protocol_version)
+        headers = self._legacy.headers("GET")
         with self._lock:
-            if self._closed or self._get_stream is not None:
+            old = self._get_stream
+            if self._closed or (old is not None and old.headers == headers):
                 return
             self._get_stream = GetStream(
-                self._open_get, self._take_pushed, self._legacy.headers("GET"), str(id(self))[-6:]
+                self._open_get,
+                lambda message: self._take_pushed(message, None),
+                self._answer_elsewhere,
+                headers,
+                f"{str(id(self))[-6:]}-{next(self._get_streams)}",
             )
+        if old is not None:
+            old.close()
+
+    def keep_session(self) -> None:
+        """See `Transport.keep_session`: the session is left open, as a joined one is."""
+        self._legacy.keep()
 
     def close(self) -> None:
-        """Close open streams (a handshake session: its GET stream, then DELETE it), and the
-        requests session unless it was passed in. Idempotent.
+        """Close open streams and fail the requests still waiting; end a handshake session (its
+        GET stream, then DELETE it, unless it was joined); close the requests session unless it
+        was passed in. Idempotent.
         """
         with self._lock:
             if self._closed:
@@ -262,6 +338,9 @@ class HttpTransport(Transport):
             self._closed = True
             streams = list(self._streams)
             get_stream, self._get_stream = self._get_stream, None
+            pending = list(self._pending.values())
+        for awaited in pending:
+            awaited.abort()
         for stream in streams:
             stream.close()
         if get_stream is not None:
@@ -279,9 +358,11 @@ class HttpTransport(Transport):
         with self._lock:
             self._streams.discard(stream)
 
-    def _take_pushed(self, message: Message) -> None:
-        """A message the server sent of its own accord: to the client; a request's answer back."""
-        response = self.deliver(message)
+    def _take_pushed(self, message: Message, origin: RequestId | None) -> None:
+        """A message the server sent of its own accord: to the client; a request's answer back.
+        `origin`: the request whose answer stream carried it (None for the GET stream).
+        """
+        response = self.deliver(message, origin)
         if response is None or self._closed:
             return
         try:
@@ -308,15 +389,36 @@ class HttpTransport(Transport):
         chunks = iter(lambda: response.chunk(None, keep_timeout=True), b"")
         return GetResponse(response.status, chunks, response.sock, response.finish)
 
+    def _answer_elsewhere(self, message: Message) -> bool:
+        """A response on the session's GET stream: the answer of the request still waiting for it
+        (False when none is).
+        """
+        key = message.get("id")
+        with self._lock:
+            awaited = self._pending.get(key) if valid_id(key) else None
+        return awaited is not None and awaited.answered(message)
+
+    def _await_get_stream(self, deadline: Deadline) -> None:
+        """Hold a request back until the session's GET stream has an answer (at most
+        `GET_STREAM_WAIT`, within `deadline`): a server that sends what it has for the client
+        (a resumed answer, an input request) on the GET stream then has it to send on.
+        """
+        get_stream = self._get_stream
+        if get_stream is not None and not get_stream.opened.is_set():
+            wait_sliced(get_stream.opened, deadline.bound(GET_STREAM_WAIT))
+
     def _end_session(self) -> None:
-        """DELETE a handshake session the server gave an id for (best effort, bounded)."""
-        session_id = self._legacy.end()
-        if session_id is None:
+        """DELETE a handshake session the server gave an id for (best effort, bounded), with the
+        session's ``MCP-Protocol-Version`` as every request of the session had. A joined session
+        is left alone: its owner ends it.
+        """
+        session = self._legacy.end()
+        if session is None:
             return
         try:
             self._session.delete(
                 self.url,
-                headers={**self._fixed, "Mcp-Session-Id": session_id},
+                headers={**self._fixed, **session},
                 timeout=NOTIFY_TIMEOUT / 6,
                 verify=self._verify,
                 cert=self._cert,
@@ -360,6 +462,7 @@ class HttpTransport(Transport):
         *,
         listen: bool = False,
         extra: Mapping[str, str] | None = None,
+        sent: Sent | None = None,
     ) -> _Response:
         """POST one message within the deadline; the response, its status checked, its body unread."""
         if self._closed:
@@ -368,8 +471,11 @@ class HttpTransport(Transport):
         headers = self._headers(message, listen, extra)
         step = deadline.step()
         limit = urllib3.Timeout(total=step)
+        plain = self._plain()
+        if sent is not None and plain:
+            sent.reached = True  # straight to the server: from here on it may have the request
         try:
-            if self._plain():
+            if plain:
                 raw = self._pool.urlopen(
                     "POST",
                     self._path,
@@ -414,6 +520,11 @@ class HttpTransport(Transport):
         except BaseException:
             response.finish()
             raise
+        if sent is not None:
+            # Through `Session.request`, a failure may come from an auth object's own exchanges
+            # (a token endpoint) as well as the server's; only an accepted request counts as
+            # reached, so a cancellation never sets an authorization flow going.
+            sent.reached = True
         return response
 
     def _keep_cookies(self, headers: dict[str, str], body: bytes, raw: Any) -> None:
@@ -422,20 +533,29 @@ class HttpTransport(Transport):
         with self._cookie_lock:
             extract_cookies_to_jar(self._session.cookies, prepared, raw)  # type: ignore[no-untyped-call]
 
-    def _answer_from_stream(self, response: _Response, request_id: object, deadline: Deadline) -> Message:
+    def _answer_from_stream(self, response: _Response, awaited: Awaited, deadline: Deadline) -> Message:
+        request_id: RequestId = awaited.request_id
         mark = StreamMark()
         for message in _messages(response, deadline, self.max_message, mark):
             if "method" in message:
                 # The server's own request (answered in a POST of its own) or a notification.
-                self._take_pushed(message)
+                self._take_pushed(message, request_id)
                 continue
             if message.get("id") == request_id:
                 response.drain(deadline.within(DRAIN_WAIT))
                 return message
             raise malformed("The server answered another request on this request's SSE stream", message.get("id"))
+        found = awaited.outcome()
+        if found is not None:
+            return found
         if self._legacy.active and mark.last_id is not None:  # resumable: see transports/_session.py
             return resume_answer(
-                self._open_get, self._legacy.headers("GET"), request_id, mark, deadline, self._take_pushed
+                self._open_get,
+                self._legacy.headers("GET"),
+                awaited,
+                mark,
+                deadline,
+                lambda message: self._take_pushed(message, request_id),
             )
         raise TransportError(f"the SSE answer from {self._where} ended without a response", retryable=True)
 
@@ -456,7 +576,8 @@ class _Response:
         self._sock = _socket_of(self._fp)
         self.sock = self._sock
         self._inflate = _decompressor(raw.headers.get("Content-Encoding", ""), where)
-        self.ended = False
+        self.ended = False  # no more reads: the body's end, or a failure (then `_broken` too)
+        self._broken = False
         self._finished = False
         self._body: bytes | None = None
 
@@ -480,6 +601,7 @@ class _Response:
                 self.ended = True
                 left = getattr(self._fp, "length", None)
                 if left:
+                    self._broken = True
                     raise TransportError(f"the response from {self.where} ended {left} bytes early", retryable=True)
                 return inflate.flush() if inflate is not None else b""
             if inflate is None:
@@ -495,10 +617,10 @@ class _Response:
         try:
             data: bytes = self._fp.read1(_READ_SIZE)
         except TimeoutError as exc:
-            self.ended = True
+            self.ended = self._broken = True
             raise RequestTimeout(deadline.timeout if deadline is not None and deadline.timeout else 0.0) from exc
         except (http.client.HTTPException, OSError, ValueError, AttributeError) as exc:
-            self.ended = True
+            self.ended = self._broken = True
             raise TransportError(
                 f"the connection to {self.where} broke in a response: {_describe(exc)}",
                 cause=exc,
@@ -511,7 +633,7 @@ class _Response:
         try:
             out: bytes = self._inflate.decompress(data, _INFLATE_STEP)
         except zlib.error as exc:
-            self.ended = True
+            self.ended = self._broken = True
             raise malformed(f"The server sent a body from {self.where} that does not decompress") from exc
         return out
 
@@ -558,7 +680,9 @@ class _Response:
             return
         self._finished = True
         fp = self._fp
-        keep = self.ended and not getattr(fp, "will_close", True)
+        # A body cut short (a timeout, a failed read) leaves the rest of the answer on the wire:
+        # its connection is closed, never pooled for the next request to read that rest.
+        keep = self.ended and not self._broken and not getattr(fp, "will_close", True)
         try:
             if keep:
                 fp.close()  # a body read to its length is not "closed" for http.client until now

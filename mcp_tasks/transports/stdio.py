@@ -38,7 +38,7 @@ from mcp_tasks._errors import McpError, RequestTimeout, TransportError
 from mcp_tasks._redact import redact_text
 from mcp_tasks._threads import join_all, start_thread
 from mcp_tasks._wire import dumps, loads, notification, subscription_id, valid_id
-from mcp_tasks.transports._base import Message, QueueStream, Stream, Transport
+from mcp_tasks.transports._base import Message, QueueStream, RequestId, Sent, Stream, Transport, request_ids
 
 __all__ = ["StdioTransport"]
 
@@ -444,8 +444,10 @@ class StdioTransport(Transport):
 
     # -- the client's side -------------------------------------------------------------------
 
-    def _request(self, message: Message, deadline: Deadline, headers: Mapping[str, str] | None) -> Message:
-        """See `Transport.request`. A timed-out request is cancelled with notifications/cancelled."""
+    def _request(self, message: Message, deadline: Deadline, headers: Mapping[str, str] | None, sent: Sent) -> Message:
+        """See `Transport.request`: an abandoned request leaves the pending map, and its line is
+        dropped if the writer had not begun it (then it never reaches the server).
+        """
         conn = self._conn
         key = message["id"]
         deadline.step()
@@ -453,36 +455,45 @@ class StdioTransport(Transport):
         with conn.lock:
             conn.raise_if_failed()
             conn.pending[key] = pending
+        line: _Line | None = None
         try:
             line = conn.queue(message)
-            conn.written(line, deadline)
-        except RequestTimeout:
-            with conn.lock:
-                conn.pending.pop(key, None)
-            if line.abandon():  # part of it reached the server: tell it to stop
-                self._cancel(key, "the request timed out")
-            raise
-        except TransportError:
-            # Usually the server died: the reader's error (with its stderr) says more than EPIPE.
-            if wait_sliced(pending.done, deadline.bound(_EXIT_GRACE)) and pending.error is not None:
-                raise pending.error from None
-            with conn.lock:
-                conn.pending.pop(key, None)
-            raise
-        except BaseException:
-            with conn.lock:
-                conn.pending.pop(key, None)
-            raise
-        if not wait_sliced(pending.done, deadline.remaining()):
-            with conn.lock:
-                conn.pending.pop(key, None)
-            if not pending.done.is_set():
-                self._cancel(key, "the request timed out")
+            try:
+                conn.written(line, deadline)
+            except TransportError:
+                # Usually the server died: the reader's error (with its stderr) says more than EPIPE.
+                if wait_sliced(pending.done, deadline.bound(_EXIT_GRACE)) and pending.error is not None:
+                    raise pending.error from None
+                raise
+            sent.reached = True
+            if not wait_sliced(pending.done, deadline.remaining()) and self._forget(key, pending):
                 raise RequestTimeout(deadline.timeout or 0.0)
+            # Answered, or the reader took the entry to answer it (it sets `done` right after).
+            wait_sliced(pending.done, None)
+        except BaseException:
+            self._forget(key, pending)
+            if line is not None and line.abandon():
+                sent.reached = True
+            raise
         if pending.error is not None:
             raise pending.error
         assert pending.response is not None
         return pending.response
+
+    def _forget(self, key: object, pending: _Pending) -> bool:
+        """Take `pending` out of the map; False when the reader (or a failure) took it first."""
+        conn = self._conn
+        with conn.lock:
+            if conn.pending.get(key) is pending:
+                del conn.pending[key]
+                return True
+            return False
+
+    @property
+    def in_flight(self) -> frozenset[RequestId]:
+        """See `Transport.in_flight`."""
+        with self._conn.lock:
+            return request_ids(self._conn.pending)
 
     def notify(self, message: Message, deadline: Deadline | None = None) -> None:
         """See `Transport.notify`. Without a deadline, waits at most `NOTIFY_TIMEOUT`."""
@@ -494,7 +505,7 @@ class StdioTransport(Transport):
             line.abandon()
             raise
 
-    def _open_stream(self, message: Message, deadline: Deadline) -> Stream:
+    def _open_stream(self, message: Message, deadline: Deadline, sent: Sent) -> Stream:
         """See `Transport.open_stream`. Closing it sends notifications/cancelled for its id."""
         conn = self._conn
         key = message["id"]
@@ -509,13 +520,18 @@ class StdioTransport(Transport):
         with conn.lock:
             conn.raise_if_failed()
             conn.streams[key] = stream
+        line: _Line | None = None
         try:
             line = conn.queue(message)
             conn.written(line, deadline)
         except BaseException:
             with conn.lock:
-                conn.streams.pop(key, None)
+                if conn.streams.get(key) is stream:
+                    del conn.streams[key]
+            if line is not None and line.abandon():
+                sent.reached = True
             raise
+        sent.reached = True
         return stream
 
     def close(self) -> None:
@@ -531,7 +547,13 @@ class StdioTransport(Transport):
         return self._conn.proc.pid
 
     def _cancel(self, request_id: object, reason: str) -> None:
-        self._conn.post(notification("notifications/cancelled", {"requestId": request_id, "reason": reason}))
+        self._send_cancel(notification("notifications/cancelled", {"requestId": request_id, "reason": reason}))
+
+    def _send_cancel(self, message: Message) -> None:
+        """See `Transport._send_cancel`: queued for the writer, which sends it after what is ahead of
+        it; never waited for (the caller has given up already).
+        """
+        self._conn.post(message)
 
     def __repr__(self) -> str:
         return f"<StdioTransport pid={self.pid} {'closed' if self._conn.closed else 'open'}>"

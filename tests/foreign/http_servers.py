@@ -4,7 +4,9 @@ dropped, 502s and 503s with Retry-After, 401 challenges.
 
 `ForeignServer(handler)` accepts on 127.0.0.1, reads HTTP/1.1 requests (keep-alive, one thread
 per connection) and calls ``handler(request, conn)``, which answers with `Conn`'s helpers. It
-counts connections and requests per method, and records when a client hangs up.
+counts connections and requests per method, and records when a client hangs up. As real servers
+do, it answers ``server/discover`` (a 2026-07-28 server) and takes ``notifications/cancelled``
+(202) itself; the cancellations are kept in `cancelled` (their params, in arrival order).
 """
 
 from __future__ import annotations
@@ -168,6 +170,8 @@ class ForeignServer:
         self.seen: list[Request] = []
         self.hangups = threading.Semaphore(0)
         self.lock = threading.Lock()
+        self.cancelled: list[dict[str, Any]] = []  # the params of each notifications/cancelled
+        self.cancel_arrived = threading.Condition(self.lock)
         self._socks: list[socket.socket] = []
         self._threads: list[threading.Thread] = []
         self._closed = False
@@ -183,6 +187,12 @@ class ForeignServer:
     def count(self, method: str) -> int:
         with self.lock:
             return self.requests[method]
+
+    def wait_cancelled(self, timeout: float = 30.0) -> list[dict[str, Any]]:
+        """The notifications/cancelled params so far, once there is at least one (or `timeout`)."""
+        with self.cancel_arrived:
+            self.cancel_arrived.wait_for(lambda: bool(self.cancelled), timeout)
+            return list(self.cancelled)
 
     def close(self) -> None:
         self._closed = True
@@ -236,6 +246,12 @@ class ForeignServer:
                 if request.rpc_method == "server/discover":  # the client's era probe: a 2026-07-28 server
                     conn.json(result(request, {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}))
                     continue  # not numbered: handlers see the requests after it
+                if request.rpc_method == "notifications/cancelled":
+                    with self.cancel_arrived:
+                        self.cancelled.append(request.params)
+                        self.cancel_arrived.notify_all()
+                    conn.empty()
+                    continue
                 number += 1
                 with self.lock:
                     self.requests[request.rpc_method or method] += 1

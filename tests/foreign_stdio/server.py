@@ -10,7 +10,9 @@ Tools (tools/call by name): "echo" answers with its arguments; "whoami" answers 
 pid, pgid and sid; "die" prints lines to stderr (one holding a token) and exits with code 4;
 "deep" first writes a line nested 100,000 levels deep, then answers; "ask" sends the client a
 request (ping, id "srv-1") and then answers at once, without waiting for the client's response;
-"asked" answers with the responses the client sent to the server's requests so far.
+"asked" answers with the responses the client sent to the server's requests so far; "slow" sends a
+notifications/message "started <id>" and never answers (as a long call does); "cancellations"
+answers with the params of every notifications/cancelled received so far.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ def main(argv: list[str]) -> None:
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     lock = threading.Lock()
     answers: list[object] = []
+    cancellations: list[object] = []
 
     def send(message: dict[str, object]) -> None:
         with lock:
@@ -57,6 +60,8 @@ def main(argv: list[str]) -> None:
             answers.append(message)  # a response to one of our requests
             continue
         if "id" not in message:
+            if message.get("method") == "notifications/cancelled":
+                cancellations.append(message.get("params"))
             continue
         request_id = message["id"]
         params = message.get("params") or {}
@@ -82,6 +87,11 @@ def main(argv: list[str]) -> None:
             result(request_id, text("asked"))
         elif name == "asked":
             result(request_id, text(answers))
+        elif name == "slow":
+            note = {"level": "info", "data": f"started {request_id}"}
+            send({"jsonrpc": "2.0", "method": "notifications/message", "params": note})
+        elif name == "cancellations":
+            result(request_id, text(cancellations))
         else:
             result(request_id, text(params.get("arguments")))
         if "--stop-reading" in argv:

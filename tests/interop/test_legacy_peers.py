@@ -23,6 +23,9 @@ from typing import Any
 import pytest
 
 import mcp_tasks as mt
+from mcp_tasks._clock import Deadline
+from mcp_tasks._errors import SessionExpired
+from mcp_tasks.transports.http import HttpTransport
 from tests.conftest import ROOT
 from tests.interop.conftest import HERE, STARTUP_DEADLINE, require, stop_process, tail
 
@@ -281,3 +284,27 @@ def test_twenty_concurrent_waits_through_one_client(client: mt.Client) -> None:
         thread.join(90)
     assert errors == []
     assert sorted(results) == sorted(f"n{i} done after 0.1s" for i in range(20))
+
+
+@pytest.mark.parametrize("peer", list(PEERS))
+def test_a_joined_session_is_used_and_left_to_its_owner(peer: str, http_urls: dict[str, str]) -> None:
+    url = http_urls[peer]
+    tools_list = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    with mt.Client.http(url, timeout=30) as owner:
+        owner.list_tools()
+        session = owner.transport.session_id
+        assert session is not None
+        joined = HttpTransport(url, session_id=session)
+        try:
+            joined.begin_session(owner.protocol_version)
+            assert joined.request(tools_list, Deadline(30))["result"]["tools"]
+        finally:
+            joined.close()  # not the joiner's to end
+        assert owner.list_tools()
+    # The owner's close ended it: the DELETE (with MCP-Protocol-Version) was taken.
+    late = HttpTransport(url, session_id=session)
+    try:
+        with pytest.raises(SessionExpired):
+            late.request(tools_list, Deadline(30))
+    finally:
+        late.close()
