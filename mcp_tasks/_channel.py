@@ -94,6 +94,7 @@ class Channel:
         self._ids = itertools.count(1)  # next() on a count is atomic under the GIL
         self._negotiating = threading.Lock()
         self._agreement: Agreement | None = None
+        self._joining = transport.session_id  # a 2025-era session made elsewhere, to join as it is
         self._tool_headers: dict[str, dict[str, str] | None] = {}
         self._attachments: dict[type[Any], Any] = {}
         self._attaching = threading.Lock()
@@ -134,7 +135,7 @@ class Channel:
 
     def _negotiate(self, deadline: Deadline) -> Agreement:
         protocol = self.settings.protocol
-        if self.transport.session_id is not None:
+        if self._joining is not None and self.transport.session_id == self._joining:
             # A 2025-era session made by another client: join it as it is, no handshake.
             if protocol == PROTOCOL_VERSION:
                 raise ValueError("a session id joins a 2025-era session: protocol cannot be 2026-07-28")

@@ -276,13 +276,21 @@ class HttpTransport(Transport):
         return self._legacy.session_id
 
     def notify(self, message: Message, deadline: Deadline | None = None) -> None:
-        """See `Transport.notify`. The server answers 202 with no body."""
+        """See `Transport.notify`. The server answers 202 with no body; an error status with a
+        JSON-RPC error in its body (a server that failed to take the notification) raises it.
+        """
         bound = Deadline(NOTIFY_TIMEOUT) if deadline is None else deadline.within(NOTIFY_TIMEOUT)
         response = self._send(message, bound)
         try:
-            response.read_all(bound, self.max_message)
+            body = response.read_all(bound, self.max_message)
         finally:
             response.finish()
+        if response.status >= 400:
+            refused = _rpc_error(body)
+            raise refused if refused is not None else TransportError(
+                f"HTTP {response.status} from {response.where} for {message.get('method')}",
+                data={"status": response.status},
+            )
 
     def _open_stream(self, message: Message, deadline: Deadline, sent: Sent) -> Stream:
         """See `Transport.open_stream`: the POST's response is the stream (SSE), or one error."""
