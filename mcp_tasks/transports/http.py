@@ -287,9 +287,13 @@ class HttpTransport(Transport):
             response.finish()
         if response.status >= 400:
             refused = _rpc_error(body)
-            raise refused if refused is not None else TransportError(
-                f"HTTP {response.status} from {response.where} for {message.get('method')}",
-                data={"status": response.status},
+            raise (
+                refused
+                if refused is not None
+                else TransportError(
+                    f"HTTP {response.status} from {response.where} for {message.get('method')}",
+                    data={"status": response.status},
+                )
             )
 
     def _open_stream(self, message: Message, deadline: Deadline, sent: Sent) -> Stream:
