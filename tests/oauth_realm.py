@@ -85,6 +85,8 @@ def follow(url: str) -> str:
 class _QuietServer(ThreadingHTTPServer):
     """A client that hangs up mid-request is ordinary here (the flow's sessions close early)."""
 
+    request_queue_size = 128  # a real server's listen backlog (socketserver's default is 5)
+
     def handle_error(self, request, client_address):
         if not isinstance(sys.exc_info()[1], ConnectionError):
             super().handle_error(request, client_address)
