@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+import mcp_tasks as mt
 from mcp_tasks import cli
 from mcp_tasks.server import Server, serve_http
 
@@ -270,3 +271,31 @@ def test_oauth_flags_without_oauth_are_a_usage_error(tmp_path: Path) -> None:
     done = run("tools", "http://127.0.0.1:9/mcp", "--client-id", "x", cwd=tmp_path)
     assert done.returncode == 2
     assert "--client-id go with --oauth" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_legacy_task_bound_to_its_session_is_resumed_with_the_hint(tmp_path: Path) -> None:
+    """Issue 15: on a 2025-era server that keeps a task for its session only (mcp 1.30), the
+    resume hint printed at a timeout carries ``--session``; the command leaves that session open
+    (no DELETE), and ``mcp-tasks wait URL ID --session SID`` in another process gets the result.
+    """
+    from tests.foreign.legacy_http_tasks import LegacyHttpTasksServer
+
+    server = LegacyHttpTasksServer()
+    server.start()
+    try:
+        timed_out = run("call", server.url, "hold", "--timeout", "0.3", cwd=tmp_path)
+        assert timed_out.returncode == cli.EXIT_TIMEOUT, timed_out.stderr
+        hint = [line for line in timed_out.stderr.splitlines() if "Resume with" in line][0]
+        resume = hint.split("Resume with: ", 1)[1].split("   (or:")[0].split()
+        assert resume[:2] == ["mcp-tasks", "wait"] and "--session" in resume, hint
+        assert server.deletes == []  # the session with the running task was left open
+        task_id = resume[3]
+        elsewhere = run("get", server.url, task_id)
+        assert elsewhere.returncode == cli.EXIT_ERROR and "session_id" in elsewhere.stderr  # says why
+        with mt.Client.http(server.url) as releaser:
+            releaser.call_tool("release")
+        waited = run(*resume[1:], "--json", cwd=tmp_path)
+        assert waited.returncode == cli.EXIT_OK, waited.stderr
+        assert json.loads(waited.stdout)["content"][0]["text"] == "held done"
+    finally:
+        server.close()
