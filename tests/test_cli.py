@@ -285,7 +285,7 @@ def test_a_legacy_task_bound_to_its_session_is_resumed_with_the_hint(tmp_path: P
     try:
         timed_out = run("call", server.url, "hold", "--timeout", "0.3", cwd=tmp_path)
         assert timed_out.returncode == cli.EXIT_TIMEOUT, timed_out.stderr
-        hint = [line for line in timed_out.stderr.splitlines() if "Resume with" in line][0]
+        hint = next(line for line in timed_out.stderr.splitlines() if "Resume with" in line)
         resume = hint.split("Resume with: ", 1)[1].split("   (or:")[0].split()
         assert resume[:2] == ["mcp-tasks", "wait"] and "--session" in resume, hint
         assert server.deletes == []  # the session with the running task was left open
