@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any, Literal
 
+from mcp_tasks._agreement import Agreement
 from mcp_tasks._channel import Channel
 from mcp_tasks._clock import Deadline
 from mcp_tasks._errors import METHOD_NOT_FOUND, McpError
@@ -224,7 +225,7 @@ class Client:
         """The server's name and version as it gave them (may be empty)."""
         return dict(self._discovered(Deadline(self.timeout)).server_info)
 
-    def _discovered(self, deadline: Deadline) -> Any:
+    def _discovered(self, deadline: Deadline) -> Agreement:
         agreed = self._channel.agree(deadline)
         if agreed.era == "modern" and agreed.discovered is None:
             return self._channel.discover(deadline)  # pinned to 2026-07-28: asked when first needed
