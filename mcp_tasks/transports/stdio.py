@@ -128,10 +128,17 @@ class _Connection:
     def queue(self, message: Message) -> _Line:
         """Queue `message` for the writer (a ValueError if it is not JSON the wire can carry)."""
         line = _Line(dumps(message) + b"\n")
+        self.put(line)
+        return line
+
+    def put(self, line: _Line) -> None:
+        """Queue `line` for the writer. The writer may take it before this returns, and a
+        KeyboardInterrupt may land here after that: a caller that must know whether its line went
+        out makes the line first and holds it across this call (then `_Line.abandon` tells).
+        """
         with self.lock:
             self.raise_if_failed()
             self.lines.put(line)
-        return line
 
     @staticmethod
     def written(line: _Line, deadline: Deadline) -> None:
@@ -457,7 +464,8 @@ class StdioTransport(Transport):
             conn.pending[key] = pending
         line: _Line | None = None
         try:
-            line = conn.queue(message)
+            line = _Line(dumps(message) + b"\n")
+            conn.put(line)
             try:
                 conn.written(line, deadline)
             except TransportError:
@@ -522,7 +530,8 @@ class StdioTransport(Transport):
             conn.streams[key] = stream
         line: _Line | None = None
         try:
-            line = conn.queue(message)
+            line = _Line(dumps(message) + b"\n")
+            conn.put(line)
             conn.written(line, deadline)
         except BaseException:
             with conn.lock:
