@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -18,6 +19,12 @@ from mcp_tasks.server import HttpServer, Server, serve_http
 from tests.fixtures.servers import make_server
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# A suite started as a background job (`cmd &` in a shell without job control, as CI wrappers and
+# nohup do) inherits SIGINT ignored, and Python then never raises KeyboardInterrupt: the Ctrl-C
+# tests, and the processes they start, need Python's own handler back.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 TRANSPORTS = ("direct", "stdio", "http")
 STDIO_SERVER = ["-m", "mcp_tasks.server", "tests.fixtures.servers:from_env"]
 
