@@ -16,7 +16,7 @@ from mcp_tasks._channel import Channel
 from mcp_tasks._clock import Deadline
 from mcp_tasks._errors import METHOD_NOT_FOUND, McpError
 from mcp_tasks._input import InputHandlers
-from mcp_tasks._options import UNSET, ClientOptions, ClientSettings, resolve_timeout
+from mcp_tasks._options import UNSET, ClientOptions, ClientSettings, check_meta, resolve_timeout
 from mcp_tasks._subscription import Subscription, check_buffer_options
 from mcp_tasks.transports._base import Transport
 
@@ -30,11 +30,6 @@ if TYPE_CHECKING:
     from mcp_tasks._exchange import ServesMessages
 
 __all__ = ["UNSET", "Client"]
-
-
-def _check_meta(meta: object) -> None:
-    if meta is not None and not isinstance(meta, Mapping):
-        raise TypeError(f"meta must be a dict or None, got {type(meta).__name__}")
 
 
 class Client:
@@ -255,7 +250,7 @@ class Client:
             raise ValueError("use Client.listen() for subscriptions/listen")
         if params is not None and not isinstance(params, Mapping):
             raise TypeError(f"params must be a dict or None, got {type(params).__name__}")
-        _check_meta(meta)
+        check_meta(meta)
         deadline = Deadline(resolve_timeout(timeout, self.timeout))
         if method == "tools/call":
             return self._channel.call_tool(params or {}, deadline, meta=meta, answer_input=answer_input)
@@ -275,7 +270,7 @@ class Client:
             raise ValueError(f"tool name must be a non-empty string, got {name!r}")
         if arguments is not None and not isinstance(arguments, Mapping):
             raise TypeError(f"arguments must be a dict or None, got {type(arguments).__name__}")
-        _check_meta(meta)
+        check_meta(meta)
         params = {"name": name, "arguments": dict(arguments or {})}
         deadline = Deadline(resolve_timeout(timeout, self.timeout))
         return self._channel.call_tool(params, deadline, meta=meta, answer_input=answer_input)
@@ -286,7 +281,7 @@ class Client:
         """Every tool the server lists (all pages), without those whose ``x-mcp-header``
         annotations a client must refuse (each left out with a warning).
         """
-        _check_meta(meta)
+        check_meta(meta)
         return self._channel.list_tools(Deadline(resolve_timeout(timeout, self.timeout)), meta)
 
     def discover(self, *, timeout: float | None = UNSET) -> dict[str, Any]:
@@ -323,7 +318,7 @@ class Client:
         """
         if not isinstance(notifications, Mapping):
             raise TypeError(f"notifications must be a dict, got {type(notifications).__name__}")
-        _check_meta(meta)
+        check_meta(meta)
         check_buffer_options(max_buffer, overflow)
         deadline = Deadline(resolve_timeout(timeout, self.timeout))
         return self._channel.open_listen(notifications, deadline, meta, max_buffer, overflow)

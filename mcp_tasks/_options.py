@@ -15,7 +15,15 @@ from mcp_tasks._input import InputHandlers
 from mcp_tasks._retry import Retry
 from mcp_tasks._version import __version__
 
-__all__ = ["DEFAULT_TIMEOUT", "UNSET", "ClientOptions", "ClientSettings", "OnNotification", "resolve_timeout"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "UNSET",
+    "ClientOptions",
+    "ClientSettings",
+    "OnNotification",
+    "check_meta",
+    "resolve_timeout",
+]
 
 
 class _Unset:
@@ -37,6 +45,12 @@ class _Unset:
 
 UNSET: Any = _Unset()
 """Stands for an option left out (the client's default applies), where None means "no limit"."""
+
+
+def check_meta(meta: object) -> None:
+    """A request's `meta` option: a dict or None (TypeError otherwise)."""
+    if meta is not None and not isinstance(meta, Mapping):
+        raise TypeError(f"meta must be a dict or None, got {type(meta).__name__}")
 
 
 def resolve_timeout(timeout: object, default: float | None, name: str = "timeout") -> float | None:

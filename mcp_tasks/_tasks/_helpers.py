@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcp_tasks._clock import Deadline
 from mcp_tasks._errors import InputRequired, TaskCancelled, TaskFailed
-from mcp_tasks._options import UNSET, resolve_timeout
+from mcp_tasks._options import UNSET, check_meta, resolve_timeout
 from mcp_tasks._status import Status, TaskState
 from mcp_tasks._tasks._protocol import TaskProtocol, protocol_of
 
@@ -38,11 +38,6 @@ def task_id_of(task: object) -> str:
             raise ValueError("a task id must be a non-empty string")
         return task
     raise TypeError(f"expected a task id or a Status, got {type(task).__name__}")
-
-
-def _check_meta(meta: object) -> None:
-    if meta is not None and not isinstance(meta, Mapping):
-        raise TypeError(f"meta must be a dict or None, got {type(meta).__name__}")
 
 
 def _start(client: Client, timeout: object, *, discovered: bool = False) -> tuple[TaskProtocol, Deadline]:
@@ -88,7 +83,7 @@ def call_tool(
         raise ValueError(f"tool name must be a non-empty string, got {name!r}")
     if arguments is not None and not isinstance(arguments, Mapping):
         raise TypeError(f"arguments must be a dict or None, got {type(arguments).__name__}")
-    _check_meta(meta)
+    check_meta(meta)
     protocol, deadline = _start(client, timeout)
     return protocol.create(name, arguments, deadline, meta)
 
@@ -102,7 +97,7 @@ def get_task(
 ) -> Status:
     """Read a task's status with ``tasks/get`` (an unknown task is -32602 from the server)."""
     task_id = task_id_of(task)
-    _check_meta(meta)
+    check_meta(meta)
     protocol, deadline = _start(client, timeout)
     return protocol.read(task_id, deadline, protocol.meta(meta))
 
@@ -121,7 +116,7 @@ def update_task(
     task_id = task_id_of(task)
     if not isinstance(responses, Mapping):
         raise TypeError(f"responses must be a dict, got {type(responses).__name__}")
-    _check_meta(meta)
+    check_meta(meta)
     protocol, deadline = _start(client, timeout)
     protocol.update(task_id, responses, deadline, protocol.meta(meta))
 
@@ -135,7 +130,7 @@ def cancel_task(
 ) -> None:
     """Ask the server to cancel a task (cooperative; cancelling a finished task changes nothing)."""
     task_id = task_id_of(task)
-    _check_meta(meta)
+    check_meta(meta)
     protocol, deadline = _start(client, timeout)
     protocol.cancel(task_id, deadline, protocol.meta(meta))
 
