@@ -14,7 +14,7 @@ import shlex
 import sys
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from mcp_tasks._client import Client
@@ -29,6 +29,7 @@ from mcp_tasks._errors import (
     TaskTimeout,
 )
 from mcp_tasks._input import InputHandlers
+from mcp_tasks._prompt import read_answer
 from mcp_tasks._status import Status
 from mcp_tasks._tasks import DEFAULT_POLL_INTERVAL, await_task, call_tool, cancel_task, get_task
 from mcp_tasks._version import __version__
@@ -302,72 +303,24 @@ class Console:
         else:
             self.display(status)
 
+    def say(self, event: str, text: str, **fields: object) -> None:
+        """The `Prompter` side of `event`: what the interactive input handlers tell the person."""
+        self.event(event, text, **fields)
+
     def ask(self, prompt: str, field: str) -> str:
         """One line from stdin, the prompt on stderr (so stdout stays the result alone)."""
         self.display.suspend()
-        if self.json:
-            prompt = json.dumps({"event": "prompt", "field": field, "prompt": prompt.strip()}) + "\n"
-        sys.stderr.write(prompt)
+        if not self.json:
+            return read_answer(prompt, sys.stdin, sys.stderr)
+        sys.stderr.write(json.dumps({"event": "prompt", "field": field, "prompt": prompt.strip()}) + "\n")
         sys.stderr.flush()
         line = sys.stdin.readline()
         if not line:
             raise InputError("no answer: stdin is closed")
-        return line.rstrip("\n")
+        return line.rstrip("\r\n")
 
     def close(self) -> None:
         self.display.close()
-
-
-def _form(console: Console) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    def answer(params: dict[str, Any]) -> dict[str, Any]:
-        """Ask the person at the terminal to fill in an elicitation form."""
-        console.event(
-            "input", f"The server asks: {params.get('message', '(no message)')}", message=params.get("message")
-        )
-        schema = params.get("requestedSchema") or {}
-        properties = schema.get("properties") or {}
-        required = set(schema.get("required") or [])
-        content: dict[str, Any] = {}
-        for name, spec in properties.items():
-            spec = spec if isinstance(spec, dict) else {}
-            content_value = _ask_field(console, name, spec, name in required)
-            if content_value is _DECLINE:
-                return {"action": "decline"}
-            if content_value is not _SKIP:
-                content[name] = content_value
-        return {"action": "accept", "content": content}
-
-    return answer
-
-
-_DECLINE = object()
-_SKIP = object()
-
-
-def _ask_field(console: Console, name: str, spec: dict[str, Any], required: bool) -> Any:
-    kind = spec.get("type", "string")
-    choices = spec.get("enum")
-    hint = "/".join(map(str, choices)) if isinstance(choices, list) else ("y/n" if kind == "boolean" else kind)
-    title = spec.get("title") or spec.get("description") or name
-    empty = "empty to decline" if required else "empty to skip"
-    while True:
-        raw = console.ask(f"  {title} [{hint}] ({empty}): ", name).strip()
-        if not raw:
-            return _DECLINE if required else _SKIP
-        try:
-            if kind == "boolean":
-                if raw.lower() not in ("y", "yes", "true", "1", "n", "no", "false", "0"):
-                    raise ValueError("answer y or n")
-                return raw.lower() in ("y", "yes", "true", "1")
-            if kind == "integer":
-                return int(raw)
-            if kind == "number":
-                return float(raw)
-            if isinstance(choices, list) and raw not in map(str, choices):
-                raise ValueError(f"choose one of {hint}")
-            return raw
-        except ValueError as exc:
-            console.event("retry", f"  {exc}; try again", field=name)
 
 
 # -- the commands --------------------------------------------------------------------------------
@@ -446,7 +399,7 @@ def _tools(client: Client, console: Console) -> int:
 
 
 def _run(args: argparse.Namespace, console: Console, state: dict[str, str]) -> int:
-    client = _connect(args, InputHandlers(form=_form(console)))
+    client = _connect(args, InputHandlers.interactive(console))
     try:
         return _command(args, client, console, state)
     finally:

@@ -27,6 +27,7 @@ PRINTS = {
     "## Outcomes": ["200 working", "cancelled"],
     "## Waiting": ["['working', 'completed']"],
     "## Input the server asks for": ["Delete /tmp/x?"],
+    "## Asking a person": ["{'hello': 'Ada'}"],
     "## Transports": ["{'report': 'stdio', 'exported': 2}", "{'report': 'http'}"],
     "## Authorization": [],
     "## Legacy servers": [
@@ -37,6 +38,10 @@ PRINTS = {
     "## Use it from Flask": ["{'hello': 'Ada'}"],
     "## Use it in Jupyter": ["{'loss': 0.1}"],
 }
+
+
+STDIN = {"## Asking a person": "Ada\n"}
+"""What a person types for a section's example (every other example gets a closed stdin)."""
 
 
 def _section(block: str) -> str:
@@ -54,8 +59,9 @@ def test_every_section_with_an_example_is_checked() -> None:
 def test_each_readme_example_runs_alone_from_any_directory(block: str, tmp_path: Path) -> None:
     """Each block in a fresh interpreter, in an empty directory: nothing from the others, nor the repo."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    typed = next((text for title, text in STDIN.items() if _section(block).startswith(title)), "")
     done = subprocess.run(
-        [sys.executable, "-c", block], capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env
+        [sys.executable, "-c", block], input=typed, capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env
     )
     assert done.returncode == 0, done.stderr
     expected = next(prints for title, prints in PRINTS.items() if _section(block).startswith(title))
