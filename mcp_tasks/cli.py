@@ -17,6 +17,15 @@ import traceback
 from collections.abc import Sequence
 from typing import Any, Literal
 
+from mcp_tasks._cli_text import (
+    TARGET_FORMS,
+    TARGET_HELP,
+    TASK_ID_HELP,
+    TOOL_HELP,
+    is_no_such_task,
+    task_support,
+    tied_to_command,
+)
 from mcp_tasks._client import Client
 from mcp_tasks._display import StatusDisplay
 from mcp_tasks._errors import (
@@ -27,11 +36,13 @@ from mcp_tasks._errors import (
     TaskCancelled,
     TaskFailed,
     TaskTimeout,
+    seconds,
 )
 from mcp_tasks._input import InputHandlers
 from mcp_tasks._prompt import read_answer
+from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status
-from mcp_tasks._tasks import DEFAULT_POLL_INTERVAL, await_task, call_tool, cancel_task, get_task
+from mcp_tasks._tasks import DEFAULT_POLL_INTERVAL, await_task, call_tool, cancel_task, get_task, server_supports
 from mcp_tasks._version import __version__
 
 __all__ = [
@@ -40,6 +51,7 @@ __all__ = [
     "EXIT_FAILED",
     "EXIT_INPUT",
     "EXIT_INTERRUPTED",
+    "EXIT_NO_TASK",
     "EXIT_OK",
     "EXIT_TIMEOUT",
     "EXIT_TOOL_ERROR",
@@ -55,17 +67,13 @@ EXIT_CANCELLED = 4
 EXIT_TIMEOUT = 5
 EXIT_INPUT = 6
 EXIT_ERROR = 7
+EXIT_NO_TASK = 8
 EXIT_INTERRUPTED = 130
 
-DESCRIPTION = """\
+DESCRIPTION = f"""\
 Call MCP tools that the server may run as tasks, wait for them, pick them up again by id.
 
-TARGET is one of:
-  http://host:port/mcp   a Streamable HTTP server
-  module:attr            a mcp_tasks.server.Server in this process (imported from the current
-                         directory), or a function returning one
-  "command args..."      a command line that starts a stdio server (quote it)
-
+{TARGET_FORMS}
 The result alone is printed on stdout (JSON); status, prompts and messages go to stderr. When a
 tool becomes a task its id is printed once on stderr, with the command that resumes it.
 """
@@ -80,6 +88,7 @@ exit codes:
   5    the wait timed out; the task is still running (resume it with "mcp-tasks wait")
   6    the task needs input that was not given (declined prompt, closed stdin, unsupported kind)
   7    connection or protocol error (the server could not be reached, or answered with an error)
+  8    no such task: the server does not know the task id (expired, mistyped, or another session's)
   130  interrupted (Ctrl-C)
 
 --debug shows the traceback of any error.
@@ -152,34 +161,85 @@ def _parser() -> argparse.ArgumentParser:
     waits.add_argument("--listen", action="store_true", help="follow a listen stream instead of polling")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+    raw = argparse.RawDescriptionHelpFormatter
     call = commands.add_parser(
-        "call", parents=[common, waits], help="call a tool; wait for it if it becomes a task", description=DESCRIPTION
+        "call",
+        parents=[common, waits],
+        help="call a tool; wait for it if it becomes a task",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=raw,
     )
-    call.add_argument("target", metavar="TARGET")
-    call.add_argument("tool", metavar="TOOL")
-    call.add_argument("arguments", nargs="?", default="{}", metavar="ARGUMENTS", help="a JSON object (default {})")
-    call.add_argument("--no-wait", action="store_true", help="print the task id on stdout and leave")
+    call.add_argument("target", metavar="TARGET", help=TARGET_HELP)
+    call.add_argument("tool", metavar="TOOL", help=TOOL_HELP)
+    call.add_argument(
+        "arguments",
+        nargs="?",
+        default="{}",
+        metavar="ARGUMENTS",
+        help="the tool's arguments, a JSON object (default {})",
+    )
+    call.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="print the task id on stdout and leave (http(s) targets: a stdio or module:attr server stops with "
+        "the command); a tool that runs synchronously prints its result instead, and says so",
+    )
 
-    wait = commands.add_parser("wait", parents=[common, waits], help="wait for a task by id and print its result")
-    wait.add_argument("target", metavar="TARGET")
-    wait.add_argument("task_id", metavar="TASK_ID")
+    wait = commands.add_parser(
+        "wait",
+        parents=[common, waits],
+        help="wait for a task by id and print its result",
+        description=f"Wait for a task by id and print its result on stdout.\n\n{TARGET_FORMS}",
+        epilog=EPILOG,
+        formatter_class=raw,
+    )
+    wait.add_argument("target", metavar="TARGET", help=TARGET_HELP)
+    wait.add_argument("task_id", metavar="TASK_ID", help=TASK_ID_HELP)
     wait.add_argument("--session", metavar="SESSION_ID", help=SESSION_HELP)
 
-    get = commands.add_parser("get", parents=[common], help="print a task's status (JSON) without waiting")
-    get.add_argument("target", metavar="TARGET")
-    get.add_argument("task_id", metavar="TASK_ID")
+    get = commands.add_parser(
+        "get",
+        parents=[common],
+        help="print a task's status (JSON) without waiting",
+        description=f"Print a task's status on stdout (JSON), without waiting.\n\n{TARGET_FORMS}",
+        epilog=EPILOG,
+        formatter_class=raw,
+    )
+    get.add_argument("target", metavar="TARGET", help=TARGET_HELP)
+    get.add_argument("task_id", metavar="TASK_ID", help=TASK_ID_HELP)
     get.add_argument("--session", metavar="SESSION_ID", help=SESSION_HELP)
 
-    cancel = commands.add_parser("cancel", parents=[common], help="ask the server to cancel a task")
-    cancel.add_argument("target", metavar="TARGET")
-    cancel.add_argument("task_id", metavar="TASK_ID")
+    cancel = commands.add_parser(
+        "cancel",
+        parents=[common],
+        help="ask the server to cancel a task",
+        description=f"Ask the server to cancel a task (it stops the task when it can).\n\n{TARGET_FORMS}",
+        epilog=EPILOG,
+        formatter_class=raw,
+    )
+    cancel.add_argument("target", metavar="TARGET", help=TARGET_HELP)
+    cancel.add_argument("task_id", metavar="TASK_ID", help=TASK_ID_HELP)
     cancel.add_argument("--session", metavar="SESSION_ID", help=SESSION_HELP)
 
-    tools = commands.add_parser("tools", parents=[common], help="list the server's tools")
-    tools.add_argument("target", metavar="TARGET")
+    tools = commands.add_parser(
+        "tools",
+        parents=[common],
+        help="list the server's tools",
+        description=f"List the server's tools, each with its task support as the server declares it.\n\n{TARGET_FORMS}",
+        epilog=EPILOG,
+        formatter_class=raw,
+    )
+    tools.add_argument("target", metavar="TARGET", help=TARGET_HELP)
 
-    demo = commands.add_parser("demo", help="run a task end to end on the embedded reference server")
-    demo.add_argument("--transport", choices=("direct", "stdio", "http"), default="direct")
+    demo = commands.add_parser(
+        "demo",
+        help="run a task end to end on the embedded reference server",
+        description="Run a task end to end on the embedded reference server, telling each step.",
+    )
+    demo.add_argument(
+        "--transport", choices=("direct", "stdio", "http"), default="direct", help="how to reach it (default direct)"
+    )
     return parser
 
 
@@ -339,8 +399,7 @@ def _arguments(text: str) -> dict[str, Any]:
 def _resume_hint(args: argparse.Namespace, state: dict[str, str]) -> str:
     kind = _kind(args.target)
     if kind != "http":
-        how = "in this process" if kind == "module" else "over stdio by this command"
-        return f"The server was started {how} and stops when it exits: the task ends with it."
+        return f"It cannot be resumed: {tied_to_command(kind)}."
     target = shlex.quote(args.target)
     task = state.get("task_id", "?")
     session = state.get("session") or getattr(args, "session", None)
@@ -367,6 +426,11 @@ def _call(args: argparse.Namespace, client: Client, console: Console, state: dic
     arguments = _arguments(args.arguments)
     called = call_tool(client, args.tool, arguments)
     if not isinstance(called, Status):
+        if args.no_wait:
+            console.event(
+                "synchronous",
+                "The tool ran synchronously (the server made no task): its result is on stdout, not a task id.",
+            )
         console.result(called)
         return EXIT_TOOL_ERROR if called.get("isError") else EXIT_OK
     state["task_id"] = called.task_id
@@ -375,7 +439,7 @@ def _call(args: argparse.Namespace, client: Client, console: Console, state: dic
     if called.session_id is not None:
         state["session"] = fields["sessionId"] = called.session_id
     if args.no_wait:
-        note = "" if _kind(args.target) == "http" and "session" not in state else f"\n{_resume_hint(args, state)}"
+        note = "" if "session" not in state else f"\n{_resume_hint(args, state)}"
         console.event("task", f"Task created: {called.task_id}{note}", **fields)
         sys.stdout.write(called.task_id + "\n")
         return EXIT_OK
@@ -389,16 +453,17 @@ def _tools(client: Client, console: Console) -> int:
         console.result(listed)
         return EXIT_OK
     width = max((len(str(t.get("name"))) for t in listed), default=0)
+    era, offers = client.era, server_supports(client)
     for tool in listed:
-        execution = tool.get("execution")
-        support = execution.get("taskSupport") if isinstance(execution, dict) else None
         description = (tool.get("description") or "").strip().splitlines()
-        line = f"{str(tool.get('name')).ljust(width)}  tasks: {support or 'not listed'}"
+        line = f"{str(tool.get('name')).ljust(width)}  tasks: {task_support(era, offers, tool)}"
         sys.stdout.write(line + (f"  {description[0]}" if description else "") + "\n")
     return EXIT_OK
 
 
 def _run(args: argparse.Namespace, console: Console, state: dict[str, str]) -> int:
+    if getattr(args, "no_wait", False) and _kind(args.target) != "http":
+        raise UsageError(f"--no-wait needs an http(s) target: on this one {tied_to_command(_kind(args.target))}")
     client = _connect(args, InputHandlers.interactive(console))
     try:
         return _command(args, client, console, state)
@@ -465,16 +530,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(console, EXIT_USAGE, str(exc), debug)
     except KeyboardInterrupt:
         task_id = state.get("task_id")
-        if task_id is not None and args.command in ("call", "wait"):
+        if task_id is not None and args.command in ("call", "wait") and _kind(args.target) != "http":
+            message = f"interrupted; task {task_id} ends now: {tied_to_command(_kind(args.target))}"
+        elif task_id is not None and args.command in ("call", "wait"):
             message = f"interrupted; task {task_id} is still running. {_resume_hint(args, state)}"
         else:
             message = "interrupted"
         return _fail(console, EXIT_INTERRUPTED, message, debug)
     except TaskTimeout as exc:
+        if _kind(args.target) != "http":
+            last = f" (last seen {exc.status.wire_status})" if exc.status is not None else ""
+            within = seconds(exc.data["timeoutMs"] / 1000)
+            message = (
+                f"Task {short_id(state.get('task_id', '?'))} did not finish within {within}{last}; "
+                f"it ends now: {tied_to_command(_kind(args.target))}"
+            )
+            return _fail(console, EXIT_TIMEOUT, message, debug)
         return _fail(console, EXIT_TIMEOUT, f"{exc}. {_resume_hint(args, state)}", debug)
     except (TaskFailed, TaskCancelled, InputRequired) as exc:
         return _fail(console, _outcome_code(exc), str(exc), debug)
     except McpError as exc:
+        if "task_id" in state and is_no_such_task(exc):
+            message = (
+                f"no such task {short_id(state['task_id'])} on this server (expired, mistyped, or another session's)"
+            )
+            return _fail(console, EXIT_NO_TASK, f"{message}: {exc} (error {exc.code})", debug, code=exc.code)
         return _fail(console, _outcome_code(exc), f"{exc} (error {exc.code})", debug, code=exc.code)
     except (InvalidStatus, TypeError, ValueError) as exc:
         return _fail(console, EXIT_USAGE, str(exc), debug)

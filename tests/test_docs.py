@@ -105,7 +105,7 @@ def test_cli_call_get_cancel(capsys: pytest.CaptureFixture[str], monkeypatch: py
     assert json.loads(out.out)["structuredContent"] == {"label": "cli", "computed": True}
     assert "working" in out.err
     assert cli.main(["call", target, "failing_job"]) == cli.EXIT_TOOL_ERROR
-    assert cli.main(["get", target, "no-such-task"]) == cli.EXIT_ERROR
+    assert cli.main(["get", target, "no-such-task"]) == cli.EXIT_NO_TASK
     assert "-32602" in capsys.readouterr().err
     assert cli.main(["call", target, "greet", "not json"]) == cli.EXIT_USAGE
 

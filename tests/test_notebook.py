@@ -44,7 +44,7 @@ print(result["structuredContent"]["text"])
 ]
 
 
-class AnsweringClient(nbclient.NotebookClient):  # type: ignore[misc]
+class AnsweringClient(nbclient.NotebookClient):  # type: ignore[name-defined,misc]
     """A notebook client that answers the kernel's input() from `answers`, recording the prompts."""
 
     def __init__(self, nb: Any, answers: list[str], **kwargs: Any) -> None:
