@@ -33,6 +33,7 @@ from mcp_tasks._oauth import FileTokenStore, MemoryTokenStore, OAuth, TokenStore
 from mcp_tasks._options import ClientOptions
 from mcp_tasks._retry import Retry
 from mcp_tasks._status import Status, TaskState
+from mcp_tasks._store import SqliteTaskStore, StoreError, TaskRef, TaskStore
 from mcp_tasks._subscription import Closed, Dropped, Notification, Subscription
 from mcp_tasks._tasks import (
     CANCEL_BUDGET,
@@ -76,12 +77,16 @@ __all__ = [
     "ProtocolError",
     "RequestTimeout",
     "Retry",
+    "SqliteTaskStore",
     "Status",
     "StatusDisplay",
+    "StoreError",
     "Subscription",
     "TaskCancelled",
     "TaskFailed",
+    "TaskRef",
     "TaskState",
+    "TaskStore",
     "TaskTimeout",
     "TokenStore",
     "TransportError",
