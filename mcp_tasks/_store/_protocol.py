@@ -10,7 +10,7 @@ from typing import Any, Protocol, runtime_checkable
 from mcp_tasks._status import Status
 from mcp_tasks._store._ref import TaskRef
 
-__all__ = ["LEASE_TTL", "STORE_METHODS", "TaskStore"]
+__all__ = ["LEASE_TTL", "STORE_METHODS", "TaskStore", "check_store"]
 
 LEASE_TTL = 15.0
 """Seconds a lease lasts without renewal."""
@@ -73,3 +73,13 @@ class TaskStore(Protocol):
 
     def release(self, task_id: str, holder: str) -> None:
         """Free the lease if `holder` holds it."""
+
+
+def check_store(value: object) -> TaskStore | None:
+    """A ``store=`` option: None, or an object with every `TaskStore` method (TypeError otherwise)."""
+    if value is None:
+        return None
+    missing = [name for name in STORE_METHODS if not callable(getattr(value, name, None))]
+    if missing:
+        raise TypeError(f"store must be a TaskStore (such as SqliteTaskStore); {value!r} has no {', '.join(missing)}")
+    return value  # type: ignore[return-value]
