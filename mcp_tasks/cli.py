@@ -17,6 +17,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
+from mcp_tasks._cli_store import add_store_option, find_task, list_tasks, named_store, open_store, store_options
 from mcp_tasks._client import Client
 from mcp_tasks._display import StatusDisplay
 from mcp_tasks._errors import (
@@ -30,6 +31,7 @@ from mcp_tasks._errors import (
 )
 from mcp_tasks._input import InputHandlers
 from mcp_tasks._status import Status
+from mcp_tasks._store import StoreError
 from mcp_tasks._tasks import DEFAULT_POLL_INTERVAL, await_task, call_tool, cancel_task, get_task
 from mcp_tasks._version import __version__
 
@@ -158,10 +160,16 @@ def _parser() -> argparse.ArgumentParser:
     call.add_argument("tool", metavar="TOOL")
     call.add_argument("arguments", nargs="?", default="{}", metavar="ARGUMENTS", help="a JSON object (default {})")
     call.add_argument("--no-wait", action="store_true", help="print the task id on stdout and leave")
+    add_store_option(call, f"record the task in this store file (or in ${'MCP_TASKS_STORE'} when set)")
 
-    wait = commands.add_parser("wait", parents=[common, waits], help="wait for a task by id and print its result")
-    wait.add_argument("target", metavar="TARGET")
-    wait.add_argument("task_id", metavar="TASK_ID")
+    wait = commands.add_parser(
+        "wait",
+        parents=[common, waits],
+        help="wait for a task by id and print its result (no TARGET: the store says where it runs)",
+    )
+    wait.add_argument("target", metavar="TARGET", nargs="?")
+    wait.add_argument("task_id", metavar="TASK_ID", nargs="?")
+    add_store_option(wait)
     wait.add_argument("--session", metavar="SESSION_ID", help=SESSION_HELP)
 
     get = commands.add_parser("get", parents=[common], help="print a task's status (JSON) without waiting")
@@ -176,6 +184,11 @@ def _parser() -> argparse.ArgumentParser:
 
     tools = commands.add_parser("tools", parents=[common], help="list the server's tools")
     tools.add_argument("target", metavar="TARGET")
+
+    tasks = commands.add_parser("tasks", help="list the unfinished tasks of the task store")
+    tasks.add_argument("--json", action="store_true", help="each task as a JSON line (full ids)")
+    tasks.add_argument("--debug", action="store_true", help="show tracebacks on stderr")
+    add_store_option(tasks)
 
     demo = commands.add_parser("demo", help="run a task end to end on the embedded reference server")
     demo.add_argument("--transport", choices=("direct", "stdio", "http"), default="direct")
@@ -254,16 +267,43 @@ def _connect(args: argparse.Namespace, handlers: InputHandlers) -> Client:
     if session_id is not None and kind != "http":
         raise UsageError("--session applies to http(s) targets only")
     auth = _auth(args)
+    stored = store_options(args)
     if kind == "http":
         return Client.http(
-            args.target, headers=headers or None, auth=auth, session_id=session_id, input_handlers=handlers
+            args.target, headers=headers or None, auth=auth, session_id=session_id, input_handlers=handlers, **stored
         )
     if kind == "module":
-        return Client.direct(_load(args.target), input_handlers=handlers)
+        return Client.direct(_load(args.target), input_handlers=handlers, **stored)
     argv = shlex.split(args.target)
     if not argv:
         raise UsageError("the target is empty")
-    return Client.stdio(argv[0], argv[1:], input_handlers=handlers)
+    return Client.stdio(argv[0], argv[1:], input_handlers=handlers, **stored)
+
+
+def _from_store(args: argparse.Namespace) -> None:
+    """Open the command's store; for ``wait TASK_ID`` with no TARGET, find the task's endpoint there."""
+    if args.command == "wait" and args.task_id is None:
+        if args.target is None:
+            raise UsageError("wait needs a TASK_ID (and a TARGET, unless the task store knows it)")
+        args.target, args.task_id = None, args.target
+    if args.command not in ("call", "wait"):
+        return
+    if args.target is not None:
+        args.store_opened = named_store(args)
+        return
+    args.store_opened = open_store(args)
+    try:
+        ref = find_task(args.store_opened, args.task_id)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if _kind(ref.endpoint) != "http":
+        raise UsageError(
+            f"task {ref.task_id[:8]}… ran on {ref.endpoint!r}, a server that lived in the process that started "
+            "it: it cannot be resumed from here"
+        )
+    args.target, args.task_id = ref.endpoint, ref.task_id
+    if getattr(args, "session", None) is None and ref.era == "legacy":
+        args.session = ref.session_id
 
 
 # -- talking to the person -----------------------------------------------------------------------
@@ -446,6 +486,10 @@ def _tools(client: Client, console: Console) -> int:
 
 
 def _run(args: argparse.Namespace, console: Console, state: dict[str, str]) -> int:
+    if args.command == "tasks":
+        list_tasks(open_store(args), sys.stdout, as_json=args.json)
+        return EXIT_OK
+    _from_store(args)
     client = _connect(args, InputHandlers(form=_form(console)))
     try:
         return _command(args, client, console, state)
@@ -525,6 +569,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(console, _outcome_code(exc), f"{exc} (error {exc.code})", debug, code=exc.code)
     except (InvalidStatus, TypeError, ValueError) as exc:
         return _fail(console, EXIT_USAGE, str(exc), debug)
+    except StoreError as exc:
+        return _fail(console, EXIT_ERROR, str(exc), debug)
     finally:
         console.close()
 

@@ -81,12 +81,24 @@ class Recorder:
         self.renewed = 0.0
 
     def read(self, status: Status) -> None:
-        """A status the wait saw change."""
+        """A status the wait saw change. A finished task needs no answer any more: what the
+        ledger holds for it is acknowledged.
+        """
         record_status(status, self.store)
+        if self.store is not None and status.terminal:
+            _kept("its answers", self.task_id, self._settle)
+
+    def _settle(self) -> None:
+        assert self.store is not None
+        left = self.store.unacknowledged(self.task_id)
+        if left:
+            self.store.acknowledge(self.task_id, list(left))
 
     def may_answer(self) -> bool:
-        """Whether this wait may answer input: it holds the task's lease (taken, or renewed when a
-        third of its time has passed). Without a store there is no one to share the task with.
+        """Whether this wait may answer input: it held the task's lease before the status it
+        answers was read (renewed when a third of its time has passed). A lease just taken says
+        no once: a wait that held it may have answered meanwhile, so read again first. Without a
+        store there is no one to share the task with.
         """
         if self.store is None:
             return True
@@ -98,10 +110,10 @@ class Recorder:
             return True
         self.holding = self.store.acquire(self.task_id, self.holder, LEASE_TTL)
         if self.holding:
-            self.renewed = now
+            self.renewed = now  # just taken: answer a status read under the lease, not this one
         else:
             log.debug("task %s is leased by another wait: reading only", short_id(self.task_id))
-        return self.holding
+        return False
 
     def replay(self, pending: Mapping[str, Any]) -> dict[str, Any]:
         """The answers an earlier wait wrote for `pending` requests and never saw acknowledged:
@@ -144,4 +156,5 @@ class Recorder:
         """The wait is over: free its lease."""
         if self.store is not None and self.holding:
             self.holding = False
-            _kept("the end of its lease", self.task_id, lambda: self.store.release(self.task_id, self.holder))  # type: ignore[union-attr]
+            store = self.store
+            _kept("the end of its lease", self.task_id, lambda: store.release(self.task_id, self.holder))

@@ -280,8 +280,9 @@ class _Wait:
             pending = {k: v for k, v in status.input_requests.items() if k not in self.answered}
             if not pending:
                 return None  # the server has not caught up with what this wait sent
-            if not self.recorder.may_answer():  # another wait holds the task's lease: read only
+            if not self.recorder.may_answer():  # leased elsewhere (read only), or just taken (read again)
                 self.input_declined = True
+                self.just_answered = self.recorder.holding
                 return None
             responses = self.recorder.replay(pending) or self.settings.input.answer(self.client, status, pending)
             if responses is None:
