@@ -94,6 +94,23 @@ def test_a_foreign_servers_task_is_recorded(foreign: ModernHttpTasksServer, sqli
     assert [(r.task_id, r.endpoint, r.tool) for r in refs] == [(task.task_id, foreign.url, "hold")]
 
 
+def test_a_legacy_task_is_recorded_with_its_session_and_resumed_in_it(sqlite: mt.SqliteTaskStore) -> None:
+    from tests.foreign.legacy_http_tasks import LegacyHttpTasksServer
+
+    with LegacyHttpTasksServer() as server:
+        client = mt.Client.http(server.url, store=sqlite)
+        task = mt.call_tool(client, "hold")
+        assert isinstance(task, mt.Status) and task.era == "legacy"
+        client.close(end_session=False)  # the server keeps the task for this session only
+        (ref,) = sqlite.unfinished()
+        assert ref.era == "legacy" and ref.session_id == task.session_id is not None
+        with mt.Client.http(server.url) as releaser:
+            releaser.call_tool("release")
+        result = mt.resume(ref, store=sqlite, timeout=30)
+    assert result["content"][0]["text"] == "held done"
+    assert sqlite.unfinished() == []
+
+
 def test_a_store_must_have_the_store_methods() -> None:
     with pytest.raises(TypeError, match=r"store must be a TaskStore.*has no record"):
         mt.Client.http("http://127.0.0.1:9/mcp", store=object())  # type: ignore[arg-type]
@@ -195,10 +212,43 @@ def test_a_wait_on_a_task_leased_elsewhere_reads_and_takes_over_when_it_frees(fo
         waiting.start()
         assert store.refused.wait(30)  # it asked for the lease and was told no
         assert answered == [] and foreign.updates == []
-        store.release(task.task_id, other)
+        store.release(task.task_id, other)  # the other wait ended: this one takes over
         waiting.join(60)
         assert not waiting.is_alive()
     assert len(answered) == 1 and len(foreign.updates) == 1
+
+
+def test_a_lease_that_lapsed_while_a_person_answered_is_taken_again(foreign: ModernHttpTasksServer) -> None:
+    store = MemoryTaskStore()
+    holder: list[str] = []
+
+    def form(params: dict[str, Any]) -> dict[str, Any]:
+        (task_id,) = foreign.tasks
+        (lease,) = store._leases.values()
+        holder.append(lease[0])
+        store.release(task_id, lease[0])  # as if 15 s went by with nobody else waiting
+        return {"action": "accept", "content": {"name": "Ada"}}
+
+    with mt.Client.http(foreign.url, store=store, input_handlers=mt.InputHandlers(form=form)) as client:
+        result = mt.await_task(client, mt.call_tool(client, "ask"), timeout=30)
+    assert result["structuredContent"]["q"]["content"] == {"name": "Ada"} and len(foreign.updates) == 1
+
+
+def test_an_answer_is_not_sent_when_another_wait_took_the_lease_meanwhile(foreign: ModernHttpTasksServer) -> None:
+    store = MemoryTaskStore()
+    other = new_holder()
+
+    def form(params: dict[str, Any]) -> dict[str, Any]:
+        (task_id,) = foreign.tasks
+        store._leases[task_id] = (other, 1e12)  # it lapsed, and another wait took it
+        return {"action": "accept", "content": {"name": "Ada"}}
+
+    with mt.Client.http(foreign.url, store=store, input_handlers=mt.InputHandlers(form=form)) as client:
+        task = mt.call_tool(client, "ask")
+        assert isinstance(task, mt.Status)
+        with pytest.raises(mt.TaskTimeout):
+            mt.await_task(client, task, timeout=1, poll_interval=0.05)
+    assert foreign.updates == [] and store.unacknowledged(task.task_id) == {}
 
 
 def test_a_wait_releases_its_lease_when_it_ends(sqlite: mt.SqliteTaskStore, foreign: ModernHttpTasksServer) -> None:

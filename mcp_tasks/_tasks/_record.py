@@ -132,13 +132,15 @@ class Recorder:
 
     def send(self, responses: Mapping[str, Any], update: Callable[[], object]) -> bool:
         """Send `responses` with `update`, written to the ledger first and acknowledged after.
-        False (nothing sent) when the lease was lost meanwhile: another wait answers now.
+        False (nothing sent) when the lease lapsed meanwhile (a person took long to answer) and
+        another wait took it over: that wait answers now.
         """
         if self.store is None:
             update()
             return True
-        if not self.store.renew(self.task_id, self.holder, LEASE_TTL):
-            self.holding = False
+        renewed = self.store.renew(self.task_id, self.holder, LEASE_TTL)
+        if not renewed and not self.store.acquire(self.task_id, self.holder, LEASE_TTL):
+            self.holding = False  # it lapsed while the handler ran, and another wait took it
             return False
         self.renewed = time.monotonic()
         self.store.write_answers(self.task_id, responses)
