@@ -224,6 +224,21 @@ def test_a_store_that_cannot_be_written_is_named(tmp_path: Path) -> None:
     assert mt.SqliteTaskStore(path).get(TASK) == ref()
 
 
+def test_a_store_on_a_read_only_disk_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "tasks.sqlite3"
+    mt.SqliteTaskStore(path).record(ref())
+    connect = sqlite3.connect
+
+    def read_only(database: str, **options: object) -> sqlite3.Connection:  # as a read-only mount opens it
+        return connect(f"file:{database}?mode=ro", uri=True, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sqlite3, "connect", read_only)
+    with pytest.raises(mt.StoreError, match=r"tasks\.sqlite3.*cannot be written"):
+        mt.SqliteTaskStore(path)
+    monkeypatch.undo()
+    assert mt.SqliteTaskStore(path).get(TASK) == ref()  # nothing lost
+
+
 def test_a_folder_that_cannot_be_made_is_named(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
     with pytest.raises(mt.StoreError, match="cannot create the task store"):

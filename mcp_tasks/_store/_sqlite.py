@@ -124,14 +124,14 @@ class SqliteTaskStore:
         self._check_schema(db.execute("PRAGMA user_version").fetchone()[0])
         if str(db.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
             db.execute("PRAGMA journal_mode=WAL")
-        with self._write(db):  # fails now, not at the first task, when the file cannot be written
+        with self._write(db):
             found = db.execute("PRAGMA user_version").fetchone()[0]
             self._check_schema(found)
             if found == 0:
                 for statement in _TABLES.split(";"):
                     if statement.strip():
                         db.execute(statement)
-                db.execute(f"PRAGMA user_version={SCHEMA}")
+            db.execute(f"PRAGMA user_version={SCHEMA}")  # a write: fails now, not at the first task, when it cannot
 
     def _check_schema(self, found: int) -> None:
         if found > SCHEMA:
