@@ -33,6 +33,7 @@ from mcp_tasks._oauth import FileTokenStore, MemoryTokenStore, OAuth, TokenStore
 from mcp_tasks._options import ClientOptions
 from mcp_tasks._retry import Retry
 from mcp_tasks._status import Status, TaskState
+from mcp_tasks._store import SqliteTaskStore, StoreError, TaskRef, TaskStore
 from mcp_tasks._subscription import Closed, Dropped, Notification, Subscription
 from mcp_tasks._tasks import (
     CANCEL_BUDGET,
@@ -47,6 +48,7 @@ from mcp_tasks._tasks import (
     list_tasks,
     may_create_task,
     outcome,
+    resume,
     server_supports,
     update_task,
     wait_task,
@@ -76,12 +78,16 @@ __all__ = [
     "ProtocolError",
     "RequestTimeout",
     "Retry",
+    "SqliteTaskStore",
     "Status",
     "StatusDisplay",
+    "StoreError",
     "Subscription",
     "TaskCancelled",
     "TaskFailed",
+    "TaskRef",
     "TaskState",
+    "TaskStore",
     "TaskTimeout",
     "TokenStore",
     "TransportError",
@@ -96,6 +102,7 @@ __all__ = [
     "list_tasks",
     "may_create_task",
     "outcome",
+    "resume",
     "server_supports",
     "update_task",
     "wait_task",

@@ -13,6 +13,7 @@ from mcp_tasks._agreement import check_protocol
 from mcp_tasks._clock import check_timeout
 from mcp_tasks._input import InputHandlers
 from mcp_tasks._retry import Retry
+from mcp_tasks._store._protocol import TaskStore, check_store
 from mcp_tasks._version import __version__
 
 __all__ = [
@@ -78,6 +79,7 @@ class ClientOptions(TypedDict, total=False):
     - `retries`: a `Retry` policy or a number of retries (0 turns retries off).
     - `protocol`: ``"auto"`` (detect the era) or one revision to pin.
     - `on_notification`: called with (method, params) for every server notification.
+    - `store`: a `TaskStore` that records every task the client creates and every status it reads.
     """
 
     client_capabilities: Mapping[str, Any] | None
@@ -88,6 +90,7 @@ class ClientOptions(TypedDict, total=False):
     retries: Retry | int
     protocol: str
     on_notification: OnNotification | None
+    store: TaskStore | None
 
 
 def _mapping(name: str, value: object) -> dict[str, Any] | None:
@@ -130,6 +133,10 @@ def _callback(value: object) -> OnNotification | None:
     return value
 
 
+def _store(value: object) -> TaskStore | None:
+    return check_store(value)
+
+
 def _retry(value: object) -> Retry:
     return Retry.of(value)  # type: ignore[arg-type]
 
@@ -146,6 +153,7 @@ class ClientSettings:
     retries: Retry = attrs.field(default=Retry(), converter=_retry)
     protocol: str = attrs.field(default="auto", converter=check_protocol)
     on_notification: OnNotification | None = attrs.field(default=None, converter=_callback)
+    store: TaskStore | None = attrs.field(default=None, converter=_store)
 
     @classmethod
     def of(cls, options: Mapping[str, Any]) -> ClientSettings:

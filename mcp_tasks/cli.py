@@ -17,6 +17,7 @@ import traceback
 from collections.abc import Sequence
 from typing import Any, Literal
 
+from mcp_tasks._cli_store import add_store_option, find_task, list_tasks, named_store, open_store, store_options
 from mcp_tasks._cli_text import (
     TARGET_FORMS,
     TARGET_HELP,
@@ -42,6 +43,7 @@ from mcp_tasks._input import InputHandlers
 from mcp_tasks._prompt import read_answer
 from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status
+from mcp_tasks._store import StoreError
 from mcp_tasks._tasks import DEFAULT_POLL_INTERVAL, await_task, call_tool, cancel_task, get_task, server_supports
 from mcp_tasks._version import __version__
 
@@ -185,17 +187,25 @@ def _parser() -> argparse.ArgumentParser:
         help="print the task id on stdout and leave (http(s) targets: a stdio or module:attr server stops with "
         "the command); a tool that runs synchronously prints its result instead, and says so",
     )
+    add_store_option(call, f"record the task in this store file (or in ${'MCP_TASKS_STORE'} when set)")
 
     wait = commands.add_parser(
         "wait",
         parents=[common, waits],
-        help="wait for a task by id and print its result",
-        description=f"Wait for a task by id and print its result on stdout.\n\n{TARGET_FORMS}",
+        help="wait for a task by id and print its result (no TARGET: the task store says where it runs)",
+        description=f"Wait for a task by id and print its result on stdout. With TASK_ID alone, the task store\n"
+        f"(--store, $MCP_TASKS_STORE or the default one) says where it runs.\n\n{TARGET_FORMS}",
         epilog=EPILOG,
         formatter_class=raw,
     )
-    wait.add_argument("target", metavar="TARGET", help=TARGET_HELP)
-    wait.add_argument("task_id", metavar="TASK_ID", help=TASK_ID_HELP)
+    wait.add_argument(
+        "target",
+        metavar="TARGET",
+        nargs="?",
+        help=f"{TARGET_HELP}; left out, the task store says where the task runs",
+    )
+    wait.add_argument("task_id", metavar="TASK_ID", nargs="?", help=TASK_ID_HELP)
+    add_store_option(wait)
     wait.add_argument("--session", metavar="SESSION_ID", help=SESSION_HELP)
 
     get = commands.add_parser(
@@ -231,6 +241,17 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=raw,
     )
     tools.add_argument("target", metavar="TARGET", help=TARGET_HELP)
+
+    tasks = commands.add_parser(
+        "tasks",
+        help="list the unfinished tasks of the task store",
+        description="List the unfinished tasks of the task store (--store, $MCP_TASKS_STORE or the default one):\n"
+        "id prefix, tool, endpoint, age and last status.",
+        formatter_class=raw,
+    )
+    tasks.add_argument("--json", action="store_true", help="each task as a JSON line (full ids)")
+    tasks.add_argument("--debug", action="store_true", help="show tracebacks on stderr")
+    add_store_option(tasks)
 
     demo = commands.add_parser(
         "demo",
@@ -315,16 +336,43 @@ def _connect(args: argparse.Namespace, handlers: InputHandlers) -> Client:
     if session_id is not None and kind != "http":
         raise UsageError("--session applies to http(s) targets only")
     auth = _auth(args)
+    stored = store_options(args)
     if kind == "http":
         return Client.http(
-            args.target, headers=headers or None, auth=auth, session_id=session_id, input_handlers=handlers
+            args.target, headers=headers or None, auth=auth, session_id=session_id, input_handlers=handlers, **stored
         )
     if kind == "module":
-        return Client.direct(_load(args.target), input_handlers=handlers)
+        return Client.direct(_load(args.target), input_handlers=handlers, **stored)
     argv = shlex.split(args.target)
     if not argv:
         raise UsageError("the target is empty")
-    return Client.stdio(argv[0], argv[1:], input_handlers=handlers)
+    return Client.stdio(argv[0], argv[1:], input_handlers=handlers, **stored)
+
+
+def _from_store(args: argparse.Namespace) -> None:
+    """Open the command's store; for ``wait TASK_ID`` with no TARGET, find the task's endpoint there."""
+    if args.command == "wait" and args.task_id is None:
+        if args.target is None:
+            raise UsageError("wait needs a TASK_ID (and a TARGET, unless the task store knows it)")
+        args.target, args.task_id = None, args.target
+    if args.command not in ("call", "wait"):
+        return
+    if args.target is not None:
+        args.store_opened = named_store(args)
+        return
+    args.store_opened = open_store(args)
+    try:
+        ref = find_task(args.store_opened, args.task_id)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if _kind(ref.endpoint) != "http":
+        raise UsageError(
+            f"task {short_id(ref.task_id)} ran on {ref.endpoint!r}, a server that lived in the process that started "
+            "it: it cannot be resumed from here"
+        )
+    args.target, args.task_id = ref.endpoint, ref.task_id
+    if getattr(args, "session", None) is None and ref.era == "legacy":
+        args.session = ref.session_id
 
 
 # -- talking to the person -----------------------------------------------------------------------
@@ -462,6 +510,10 @@ def _tools(client: Client, console: Console) -> int:
 
 
 def _run(args: argparse.Namespace, console: Console, state: dict[str, str]) -> int:
+    if args.command == "tasks":
+        list_tasks(open_store(args), sys.stdout, as_json=args.json)
+        return EXIT_OK
+    _from_store(args)
     if getattr(args, "no_wait", False) and _kind(args.target) != "http":
         raise UsageError(f"--no-wait needs an http(s) target: on this one {tied_to_command(_kind(args.target))}")
     client = _connect(args, InputHandlers.interactive(console))
@@ -558,6 +610,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(console, _outcome_code(exc), f"{exc} (error {exc.code})", debug, code=exc.code)
     except (InvalidStatus, TypeError, ValueError) as exc:
         return _fail(console, EXIT_USAGE, str(exc), debug)
+    except StoreError as exc:
+        return _fail(console, EXIT_ERROR, str(exc), debug)
     finally:
         console.close()
 

@@ -34,7 +34,8 @@ PRINTS = {
         "2026-07-28 modern\n{'report': 'modern', 'exported': 2}",
         "2025-11-25 legacy\n{'report': 'legacy', 'exported': 2}",
     ],
-    "## Resuming": ["{'n': 7}"],
+    "## Resuming: the task store": ["square working\n{'n': 7}"],
+    "## Resuming by id": ["{'n': 7}"],
     "## Use it from Flask": ["{'hello': 'Ada'}"],
     "## Use it in Jupyter": ["{'loss': 0.1}"],
 }

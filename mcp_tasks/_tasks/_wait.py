@@ -34,6 +34,7 @@ from mcp_tasks._subscription import Closed, Dropped, Notification, Subscription
 from mcp_tasks._tasks._helpers import cancel_task, outcome, task_id_of
 from mcp_tasks._tasks._options import CANCEL_BUDGET, WaitOptions, WaitSettings
 from mcp_tasks._tasks._protocol import TaskProtocol, decode, protocol_of
+from mcp_tasks._tasks._record import Recorder, store_of
 from mcp_tasks._tasks._side import side_of
 
 if TYPE_CHECKING:
@@ -80,6 +81,7 @@ class _Wait:
         self.mark = 0  # the board's count for the task before the last read
         self.protocol: TaskProtocol = self._bounded(lambda step: protocol_of(client.channel, step))
         self.meta = self.protocol.meta()  # merged once for every request of the wait
+        self.recorder = Recorder(store_of(client, settings.store), task_id)  # a store's ledger and lease
 
     # -- entry --------------------------------------------------------------------------------
 
@@ -278,13 +280,16 @@ class _Wait:
             pending = {k: v for k, v in status.input_requests.items() if k not in self.answered}
             if not pending:
                 return None  # the server has not caught up with what this wait sent
-            responses = self.settings.input.answer(self.client, status, pending)
+            if not self.recorder.may_answer():  # leased elsewhere (read only), or just taken (read again)
+                self.input_declined = True
+                self.just_answered = self.recorder.holding
+                return None
+            responses = self.recorder.replay(pending) or self.settings.input.answer(self.client, status, pending)
             if responses is None:
                 return status
             if not isinstance(responses, Mapping):
                 raise input_failure(None, ("invalid_return", responses), status.with_input_requests(pending))
-            if responses:
-                self._bounded(lambda step: self.protocol.update(self.task_id, responses, step, self.meta))
+            if responses and self.recorder.send(responses, lambda: self._update(responses)):
                 self.answered.update(responses)
                 self.just_answered = True
             self.input_declined = any(key not in responses for key in pending)
@@ -293,10 +298,14 @@ class _Wait:
             return status
         return None
 
+    def _update(self, responses: Mapping[str, Any]) -> None:
+        self._bounded(lambda step: self.protocol.update(self.task_id, responses, step, self.meta))
+
     def _notify(self, status: Status) -> None:
         fingerprint = _fingerprint(status)
         if fingerprint != self.seen:
             self.seen = fingerprint
+            self.recorder.read(status)
             log.debug("task %s is %s", short_id(self.task_id), status.wire_status)
             if self.settings.on_status is not None:
                 self.settings.on_status(status)
@@ -414,8 +423,10 @@ def call_and_await(
 def _run(client: Client, task: str | Status, settings: WaitSettings) -> Status:
     task_id = task_id_of(task)
     given = task if isinstance(task, Status) else None
+    wait: _Wait | None = None
     try:
-        return _Wait(client, task_id, given, settings).run(given)
+        wait = _Wait(client, task_id, given, settings)
+        return wait.run(given)
     except TaskTimeout as timed_out:
         if settings.cancel_on_timeout:
             raise _cancelled_after(client, timed_out, task_id) from None
@@ -426,6 +437,9 @@ def _run(client: Client, task: str | Status, settings: WaitSettings) -> Status:
                 f"mcp_tasks: task {short_id(task_id)} is still running on the server; wait for it again or cancel it"
             )
         raise
+    finally:
+        if wait is not None:
+            wait.recorder.close()  # a lease it held is free at once
 
 
 def _cancelled_after(client: Client, timed_out: TaskTimeout, task_id: str) -> TaskTimeout:
