@@ -182,6 +182,7 @@ class _Handler(BaseHTTPRequestHandler):
         realm.counts[f"token:{grant}"] += 1
         if realm.token_gate is not None:
             realm.token_gate.wait(30)
+            realm.counts["token:gate-passed"] += 1
         with realm.lock:
             if grant == "authorization_code":
                 request = realm.codes.pop(form.get("code", ""), None)

@@ -6,8 +6,12 @@ client (pre-registered, a Client ID Metadata Document, or dynamic registration),
 (authorization code with PKCE through a pluggable step, or client credentials), and re-sends the
 request once; every request after carries the token. An expired token is refreshed before anyone
 is asked to authorize again; a 403 ``insufficient_scope`` re-authorizes with the union of the
-scopes, a bounded number of times. One flow runs at a time for all the threads that share the
-object: twenty threads that meet the same expired token make one token request.
+scopes, a bounded number of times. One flow runs at a time per server and client
+(`mcp_tasks._oauth.flights`): twenty threads that meet the same expired token make one token
+request, and a thread that finds another's flow running waits for it only within its own deadline.
+
+The MCP client's HTTP transport drives `OAuth.auth_flow` (every request of the flow sent under the
+call's deadline); plain `requests` users get the same through the response hook of `__call__`.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import secrets
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from typing import Any, Literal
 
 import requests
@@ -31,7 +35,8 @@ from mcp_tasks._clock import Deadline, check_timeout
 from mcp_tasks._errors import OAuthError
 from mcp_tasks._oauth.challenge import bearer_challenge
 from mcp_tasks._oauth.discovery import AuthServer, Resource, discover_resource, discover_server
-from mcp_tasks._oauth.http import OAuthHttp
+from mcp_tasks._oauth.flights import Flights
+from mcp_tasks._oauth.http import OAuthHttp, loggable
 from mcp_tasks._oauth.redirect import LoopbackAuthorize, free_loopback_redirect_uri, show_link
 from mcp_tasks._oauth.tokens import FileTokenStore, MemoryTokenStore, TokenStore
 from mcp_tasks._redact import short_id
@@ -79,7 +84,9 @@ class OAuth(AuthBase):
     - `store`: where tokens and registrations are kept (`MemoryTokenStore` by default;
       `FileTokenStore` keeps them across runs).
     - `timeout`: seconds for the exchanges with the authorization server in one flow (the person's
-      time in the browser is not counted); also cut to the timeout of the MCP call that started it.
+      time in the browser is not counted); also cut to the deadline of the MCP call that started
+      it. The flow runs on the thread that makes the call; other threads that need the same
+      server meanwhile wait for it, each at most until its own call's deadline.
     - `max_step_ups`: how many times one request may re-authorize for a 403 ``insufficient_scope``.
     """
 
@@ -126,7 +133,8 @@ class OAuth(AuthBase):
         self.timeout = check_timeout("timeout", timeout)
         self.max_step_ups = max_step_ups
         self._http = OAuthHttp(session, verify=verify)
-        self._flow_lock = threading.Lock()
+        self._flights = Flights()
+        self._refused: set[str] = set()  # refresh tokens the server refused (not tried again)
         self._state_lock = threading.Lock()
         self._records: dict[str, dict[str, Any]] = {}
 
@@ -134,44 +142,25 @@ class OAuth(AuthBase):
 
     def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
         """Attach the token for the request's server (refreshed first if it expired), and a
-        response hook that runs the flow on a 401 or 403.
+        response hook that runs the flow on a 401 or 403 (for plain `requests` users; the MCP
+        client drives `auth_flow` instead).
         """
-        key = self._key(str(request.url))
-        token = self._token(key)
-        if token is not None and _expired(self._record(key)):
-            token = self._renew_quietly(key, str(request.url), token)
-        if token is not None:
-            request.headers["Authorization"] = f"Bearer {token}"
+        self._attach(request, Deadline(self.timeout))
         hook = functools.partial(self._on_response, _Attempts())
         request.register_hook("response", hook)  # type: ignore[no-untyped-call]
         return request
 
     def _on_response(self, attempts: _Attempts, response: requests.Response, **kwargs: Any) -> requests.Response:
         """The response hook: on 401, or 403 ``insufficient_scope``, get a better token and re-send."""
-        while response.status_code in (401, 403):
-            challenge = bearer_challenge(response.headers.get("WWW-Authenticate")) or {}
-            request = response.request
-            url = str(request.url)
-            key = self._key(url)
-            sent = _bearer_of(request)
-            if response.status_code == 403:
-                if challenge.get("error") != "insufficient_scope" or attempts.step_ups >= self.max_step_ups:
-                    break
-                attempts.step_ups += 1
-                mode = "step_up"
-            else:
-                if attempts.unauthorized >= 2:
-                    break
-                attempts.unauthorized += 1
-                mode = "refresh" if (sent is not None and not attempts.refreshed) else "authorize"
-            deadline = Deadline(_shorter(self.timeout, _timeout_of(kwargs.get("timeout"))))
-            token = self._renew(key, url, sent, challenge, mode, deadline)
-            if mode == "refresh":
-                attempts.refreshed = True
-            if token is None:
+        deadline = Deadline(_shorter(self.timeout, _timeout_of(kwargs.get("timeout"))))
+        while True:
+            try:
+                prepared = self._after(attempts, response, deadline)
+            except BaseException:
+                response.close()  # nobody will read it: the flow failed
+                raise
+            if prepared is None:
                 break
-            prepared = request.copy()
-            prepared.headers["Authorization"] = f"Bearer {token}"
             _ = response.content
             response.close()
             connection = getattr(response, "connection", None)
@@ -183,45 +172,129 @@ class OAuth(AuthBase):
             response = again
         return response
 
+    # -- the transport-driven flow --------------------------------------------------------------
+
+    def auth_flow(
+        self, request: requests.PreparedRequest, deadline: Deadline
+    ) -> Generator[requests.PreparedRequest, requests.Response, None]:
+        """The requests to send for `request`, in the manner of httpx's ``Auth.auth_flow``: it
+        yields `request` with the token, receives the response, and yields a re-send with a better
+        token while the response is a 401 or 403 ``insufficient_scope`` that one can fix.
+
+        Whoever drives it sends each request under the call's `deadline`; every exchange of the
+        flow (a refresh, discovery, a token request) is bounded by it too, and a thread that finds
+        another thread's flow running for the same server waits for it only until its own deadline.
+        The MCP client's HTTP transport drives it in the calling thread.
+        """
+        self._attach(request, deadline)
+        attempts = _Attempts()
+        while True:
+            response = yield request
+            again = self._after(attempts, response, deadline)
+            if again is None:
+                return
+            request = again
+
+    # -- shared by both ---------------------------------------------------------------------------
+
+    def _flow_deadline(self, deadline: Deadline) -> Deadline:
+        return deadline.within(self.timeout)
+
+    def _attach(self, request: requests.PreparedRequest, deadline: Deadline) -> None:
+        """Put the token for the request's server on it: after the flow another thread runs for
+        that server, when there is no token yet; refreshed first, when it expired.
+        """
+        url = str(request.url)
+        key = self._key(url)
+        token = self._token(key)
+        if token is None:
+            self._flights.join(key, self._flow_deadline(deadline))
+            token = self._token(key)
+        if token is not None and _expired(self._record(key)):
+            token = self._renew_quietly(key, url, token, deadline)
+        if token is not None:
+            request.headers["Authorization"] = f"Bearer {token}"
+
+    def _after(
+        self, attempts: _Attempts, response: requests.Response, deadline: Deadline
+    ) -> requests.PreparedRequest | None:
+        """The re-send a 401 or 403 calls for (with a better token), or None to keep `response`."""
+        if response.status_code not in (401, 403):
+            return None
+        challenge = bearer_challenge(response.headers.get("WWW-Authenticate")) or {}
+        request = response.request
+        url = str(request.url)
+        key = self._key(url)
+        sent = _bearer_of(request)
+        if response.status_code == 403:
+            if challenge.get("error") != "insufficient_scope" or attempts.step_ups >= self.max_step_ups:
+                return None
+            attempts.step_ups += 1
+            mode = "step_up"
+        else:
+            if attempts.unauthorized >= 2:
+                return None
+            attempts.unauthorized += 1
+            mode = "refresh" if (sent is not None and not attempts.refreshed) else "authorize"
+        token = self._renew(key, url, sent, challenge, mode, self._flow_deadline(deadline))
+        if mode == "refresh":
+            attempts.refreshed = True
+        if token is None:
+            return None
+        prepared = request.copy()
+        prepared.headers["Authorization"] = f"Bearer {token}"
+        return prepared
+
     # -- the flow -------------------------------------------------------------------------------
 
     def _renew(
         self, key: str, url: str, sent: str | None, challenge: Mapping[str, str], mode: str, deadline: Deadline
     ) -> str | None:
         """A token better than `sent`: another thread's, a refreshed one, or a new authorization.
-        None when a new one would not help (the granted scopes already cover a step-up).
+        None when a new one would not help (the granted scopes already cover a step-up). One flow
+        per key at a time; a thread that meets one running joins it within its own deadline.
         """
-        wanted = set((challenge.get("scope") or "").split())
-        with self._flow_lock:
-            record = self._record(key) or {}
-            current = record.get("access_token")
-            granted = set(str(record.get("scope") or record.get("requested_scope") or "").split())
-            if mode == "step_up":
-                if current is not None and current != sent and wanted <= granted:
-                    return str(current)
-                if current == sent and wanted and wanted <= granted:
-                    log.info("oauth: %s still refuses a token that has the scopes it asks for", url)
-                    return None
-            elif current is not None and current != sent:
-                return str(current)  # another thread got a new one meanwhile
-            if mode in ("refresh", "expired") and record.get("refresh_token"):
-                try:
-                    return self._refresh(key, record, deadline)
-                except OAuthError as exc:
-                    log.info("oauth: refreshing the token for %s failed (%s); authorizing again", url, exc)
-                    record = {k: v for k, v in record.items() if k not in ("access_token", "refresh_token")}
-                    self._save(key, record)
-            if mode == "expired" and self.grant == "authorization_code":
-                return None  # a person is asked only when the server says so
-            scopes = set(record.get("requested_scope", "").split()) | wanted if mode == "step_up" else wanted
-            return self._authorize_anew(key, url, record, challenge, scopes, deadline)
+        return self._flights.run(key, deadline, lambda: self._renew_now(key, url, sent, challenge, mode, deadline))
 
-    def _renew_quietly(self, key: str, url: str, token: str) -> str | None:
+    def _renew_now(
+        self, key: str, url: str, sent: str | None, challenge: Mapping[str, str], mode: str, deadline: Deadline
+    ) -> str | None:
+        wanted = set((challenge.get("scope") or "").split())
+        record = self._reload(key)  # another process may have renewed it meanwhile
+        current = record.get("access_token")
+        granted = set(str(record.get("scope") or record.get("requested_scope") or "").split())
+        if mode == "step_up":
+            if current is not None and current != sent and wanted <= granted:
+                return str(current)
+            if current == sent and wanted and wanted <= granted:
+                log.info("oauth: %s still refuses a token that has the scopes it asks for", loggable(url))
+                return None
+        elif current is not None and current != sent and not (mode == "expired" and _expired(record)):
+            return str(current)  # another thread (or process) got a new one meanwhile
+        if mode in ("refresh", "expired") and record.get("refresh_token") not in (None, *self._refused):
+            tried = record["refresh_token"]
+            try:
+                return self._refresh(key, record, deadline)
+            except OAuthError as exc:
+                log.info("oauth: refreshing the token for %s failed (%s)", loggable(url), exc)
+                with self._state_lock:
+                    self._refused.add(str(tried))
+                again = self._reload(key)
+                if again.get("refresh_token") not in (None, tried) and again.get("access_token") not in (None, sent):
+                    return str(again["access_token"])  # another process rotated it: take theirs
+                # Not written back: the stored tokens stay for whoever can still use them.
+                record = {k: v for k, v in record.items() if k not in ("access_token", "refresh_token")}
+        if mode == "expired" and self.grant == "authorization_code":
+            return None  # a person is asked only when the server says so
+        scopes = set(record.get("requested_scope", "").split()) | wanted if mode == "step_up" else wanted
+        return self._authorize_anew(key, url, record, challenge, scopes, deadline)
+
+    def _renew_quietly(self, key: str, url: str, token: str, deadline: Deadline) -> str | None:
         """The token to send instead of an expired one; on failure none (the 401 path takes over)."""
         try:
-            return self._renew(key, url, token, {}, "expired", Deadline(self.timeout)) or None
+            return self._renew(key, url, token, {}, "expired", self._flow_deadline(deadline)) or None
         except OAuthError as exc:
-            log.info("oauth: could not refresh the token for %s before sending: %s", url, exc)
+            log.info("oauth: could not refresh the token for %s before sending: %s", loggable(url), exc)
             return None
 
     def _authorize_anew(
@@ -237,7 +310,7 @@ class OAuth(AuthBase):
         issuer = resource.authorization_servers[0]
         server = discover_server(self._http, issuer, deadline, legacy=resource.legacy)
         if record.get("issuer") not in (None, issuer):
-            log.info("oauth: %s moved from %s to %s", url, record.get("issuer"), issuer)
+            log.info("oauth: %s moved from %s to %s", loggable(url), record.get("issuer"), issuer)
         if (
             self.grant == "authorization_code"
             and server.from_metadata
@@ -270,7 +343,7 @@ class OAuth(AuthBase):
             "client": client,
         }
         self._save(key, fresh)
-        log.info("oauth: authorized %s with %s (scope %r)", url, issuer, " ".join(scope) or None)
+        log.info("oauth: authorized %s with %s (scope %r)", loggable(url), issuer, " ".join(scope) or None)
         return str(fresh["access_token"])
 
     def _scope_for(
@@ -446,7 +519,7 @@ class OAuth(AuthBase):
             tokens["refresh_token"] = record["refresh_token"]
         updated = {**record, **tokens}
         self._save(key, updated)
-        log.info("oauth: refreshed the token for %s", record.get("resource"))
+        log.info("oauth: refreshed the token for %s", loggable(str(record.get("resource"))))
         return str(updated["access_token"])
 
     def _token_request(
@@ -512,6 +585,14 @@ class OAuth(AuthBase):
     def _token(self, key: str) -> str | None:
         token = (self._record(key) or {}).get("access_token")
         return token if isinstance(token, str) else None
+
+    def _reload(self, key: str) -> dict[str, Any]:
+        """The record as the store has it now (kept as this object's copy)."""
+        stored = self.store.get(key)
+        record = stored if isinstance(stored, dict) else {}
+        with self._state_lock:
+            self._records[key] = record
+        return record
 
     def _save(self, key: str, record: dict[str, Any]) -> None:
         self.store.set(key, record)

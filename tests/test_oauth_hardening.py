@@ -1,0 +1,94 @@
+"""mcp_tasks.OAuth used the way backends use it (tests/oauth_realm.py on 127.0.0.1): many threads
+under their own deadlines, secrets kept to their issuer, short-lived tokens, processes sharing one
+token file, and nothing of a query string in the logs."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+import mcp_tasks as mt
+from tests.oauth_realm import Realm, follow
+from tests.test_oauth import oauth, post
+
+
+@pytest.fixture
+def realm() -> Iterator[Realm]:
+    made = Realm()
+    yield made
+    made.close()
+
+
+class PendingPerson:
+    """A person who has the sign-in page open and has not finished yet (until `release`)."""
+
+    def __init__(self) -> None:
+        self.asked = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self, url: str) -> str:
+        self.asked.set()
+        self.release.wait(30)
+        return follow(url)
+
+
+def test_twenty_threads_with_short_timeouts_do_not_wait_on_a_pending_sign_in(realm: Realm) -> None:
+    person = PendingPerson()
+    auth = mt.OAuth(authorize=person, redirect_uri="http://127.0.0.1:9/callback")
+    signed_in: list[object] = []
+
+    def sign_in() -> None:
+        with mt.Client.http(realm.url, auth=auth, timeout=60) as client:
+            signed_in.append(client.request("tools/list"))
+
+    leader = threading.Thread(target=sign_in, name="signing-in")
+    leader.start()
+    assert person.asked.wait(10)
+    outcomes: list[tuple[str, float]] = []
+    lock = threading.Lock()
+
+    def impatient() -> None:
+        with mt.Client.http(realm.url, auth=auth, timeout=0.5) as client:
+            started = time.monotonic()
+            try:
+                client.request("tools/list")
+                outcome = "answered"
+            except mt.RequestTimeout:
+                outcome = "timeout"
+            elapsed = time.monotonic() - started
+        with lock:
+            outcomes.append((outcome, elapsed))
+
+    threads = [threading.Thread(target=impatient, name=f"impatient-{n}") for n in range(20)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(10)
+    finally:
+        person.release.set()
+        leader.join(30)
+    assert [outcome for outcome, _ in outcomes] == ["timeout"] * 20
+    slowest = max(elapsed for _, elapsed in outcomes)
+    assert slowest < 0.6, f"a 0.5 s call took {slowest:.3f} s behind another thread's sign-in"
+    assert len(signed_in) == 1  # the sign-in itself went on and finished
+    assert realm.counts["token:authorization_code"] == 1
+
+
+def test_a_refresh_before_sending_is_bounded_by_the_calls_deadline(realm: Realm) -> None:
+    store = mt.MemoryTokenStore()
+    assert post(realm, oauth(store=store)).status_code == 200
+    (key,) = store._records
+    record = store.get(key)
+    assert record is not None
+    store.set(key, {**record, "expires_at": time.time() - 1})  # expired (as a later run finds it)
+    realm.token_gate = threading.Event()  # the token endpoint does not answer while the call waits
+    client = mt.Client.http(realm.url, auth=oauth(store=store, timeout=60.0), timeout=0.5)
+    with client, pytest.raises(mt.RequestTimeout):
+        client.request("tools/list")
+    # the call gave up while the token endpoint still held the refresh (not after the OAuth's 60 s)
+    assert realm.counts["token:gate-passed"] == 0
+    assert realm.counts["token:refresh_token"] == 1
