@@ -47,6 +47,10 @@ class Realm:
         self.token_gate: threading.Event | None = None  # the token endpoint waits for it
         self.hold: threading.Barrier | None = None  # requests with a rejected token wait here
         self.token_auth_methods = ["none"]
+        self.prm_enabled = True  # False: no protected resource metadata (a 2025-03-26 server)
+        self.metadata_enabled = True  # False: no authorization server metadata either
+        self.authorization_server: str | None = None  # the issuer the metadata names (default: this realm)
+        self.client_secrets_seen: list[str] = []  # client secrets that reached this token endpoint
         self.thread = threading.Thread(target=self.httpd.serve_forever, name="oauth-realm", daemon=True)
         self.thread.start()
 
@@ -119,15 +123,15 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         realm = self.realm
         parts = urllib.parse.urlsplit(self.path)
-        if parts.path == "/.well-known/oauth-protected-resource/mcp":
+        if parts.path == "/.well-known/oauth-protected-resource/mcp" and realm.prm_enabled:
             realm.counts["prm"] += 1
             document = {
                 "resource": realm.prm_resource,
-                "authorization_servers": [realm.base],
+                "authorization_servers": [realm.authorization_server or realm.base],
                 "scopes_supported": ["mcp"],
             }
             return self._send(200, document)
-        if parts.path == "/.well-known/oauth-authorization-server":
+        if parts.path == "/.well-known/oauth-authorization-server" and realm.metadata_enabled:
             realm.counts["as-metadata"] += 1
             return self._send(
                 200,
@@ -180,6 +184,13 @@ class _Handler(BaseHTTPRequestHandler):
         realm = self.realm
         grant = form.get("grant_type", "")
         realm.counts[f"token:{grant}"] += 1
+        basic = self.headers.get("Authorization", "")
+        with realm.lock:
+            if basic.startswith("Basic "):
+                pair = base64.b64decode(basic[6:]).decode()
+                realm.client_secrets_seen.append(urllib.parse.unquote(pair.partition(":")[2]))
+            if form.get("client_secret"):
+                realm.client_secrets_seen.append(form["client_secret"])
         if realm.token_gate is not None:
             realm.token_gate.wait(30)
             realm.counts["token:gate-passed"] += 1

@@ -92,3 +92,51 @@ def test_a_refresh_before_sending_is_bounded_by_the_calls_deadline(realm: Realm)
     # the call gave up while the token endpoint still held the refresh (not after the OAuth's 60 s)
     assert realm.counts["token:gate-passed"] == 0
     assert realm.counts["token:refresh_token"] == 1
+
+
+def backend(**options: object) -> mt.OAuth:
+    return mt.OAuth(client_id="reports-job", client_secret="s3cret-value", grant="client_credentials", **options)  # type: ignore[arg-type]
+
+
+def test_a_preregistered_secret_stays_with_the_first_issuer(realm: Realm) -> None:
+    realm.token_auth_methods = ["client_secret_basic"]
+    untrusted = Realm()
+    try:
+        auth = backend()
+        assert post(realm, auth).status_code == 200
+        assert realm.client_secrets_seen == ["s3cret-value"]
+        with pytest.raises(mt.OAuthError, match="belongs to") as caught:
+            post(untrusted, auth)
+        assert untrusted.base in str(caught.value) and realm.base in str(caught.value)
+        assert untrusted.client_secrets_seen == [] and "s3cret" not in str(caught.value)
+    finally:
+        untrusted.close()
+
+
+def test_a_resource_that_moves_to_another_authorization_server_gets_no_secret(realm: Realm) -> None:
+    other = Realm()
+    try:
+        auth = backend(issuer=realm.base)
+        realm.authorization_server = other.base  # the resource now names another server
+        with pytest.raises(mt.OAuthError, match="belongs to"):
+            post(realm, auth)
+        assert other.client_secrets_seen == [] and other.counts["token:client_credentials"] == 0
+    finally:
+        other.close()
+
+
+def test_the_2025_fallback_gets_a_secret_only_when_named(realm: Realm) -> None:
+    realm.prm_enabled = False
+    realm.metadata_enabled = False  # the server is its own authorization server, at /token
+    with pytest.raises(mt.OAuthError, match="2025-03-26"):
+        post(realm, backend())
+    assert realm.client_secrets_seen == []
+    assert post(realm, backend(issuer=realm.base)).status_code == 200
+    assert realm.client_secrets_seen == ["s3cret-value"]
+
+
+def test_issuer_is_checked() -> None:
+    with pytest.raises(ValueError, match="issuer"):
+        backend(issuer="not a url")
+    with pytest.raises(ValueError, match="client_id"):
+        mt.OAuth(issuer="https://as.example.com")

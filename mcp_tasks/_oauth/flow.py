@@ -88,6 +88,11 @@ class OAuth(AuthBase):
       it. The flow runs on the thread that makes the call; other threads that need the same
       server meanwhile wait for it, each at most until its own call's deadline.
     - `max_step_ups`: how many times one request may re-authorize for a 403 ``insufficient_scope``.
+    - `issuer`: the authorization server a pre-registered `client_id` (and its secret) belongs to.
+      Without it, the client is bound to the first issuer it is used with (or the one its stored
+      tokens name); a server that names another issuer gets `OAuthError`, not the credentials.
+      A server without protected resource metadata (2025-03-26) gets a client secret only when
+      `issuer` names it.
     """
 
     def __init__(
@@ -106,6 +111,7 @@ class OAuth(AuthBase):
         session: requests.Session | None = None,
         verify: bool | str = True,
         max_step_ups: int = DEFAULT_STEP_UPS,
+        issuer: str | None = None,
     ) -> None:
         if grant not in ("authorization_code", "client_credentials"):
             raise ValueError(f"grant must be 'authorization_code' or 'client_credentials', got {grant!r}")
@@ -117,6 +123,12 @@ class OAuth(AuthBase):
                 raise ValueError(f"client_metadata_url must be an https URL with a path, got {client_metadata_url!r}")
         if grant == "client_credentials" and authorize is not None:
             raise ValueError("authorize is for the authorization_code grant")
+        if issuer is not None:
+            parts = urllib.parse.urlsplit(issuer)
+            if parts.scheme not in ("https", "http") or not parts.netloc or parts.query or parts.fragment:
+                raise ValueError(f"issuer must be an authorization server's https URL, got {issuer!r}")
+            if client_id is None:
+                raise ValueError("issuer binds a pre-registered client_id; pass the client_id")
         if store is not None and not isinstance(store, TokenStore):
             raise TypeError("store must have get(key) and set(key, tokens) methods")
         if isinstance(max_step_ups, bool) or not isinstance(max_step_ups, int) or max_step_ups < 0:
@@ -133,6 +145,8 @@ class OAuth(AuthBase):
         self.timeout = check_timeout("timeout", timeout)
         self.max_step_ups = max_step_ups
         self._http = OAuthHttp(session, verify=verify)
+        self.issuer = issuer
+        self._bound_issuer: str | None = issuer  # the one issuer a pre-registered client is used with
         self._flights = Flights()
         self._refused: set[str] = set()  # refresh tokens the server refused (not tried again)
         self._state_lock = threading.Lock()
@@ -308,6 +322,7 @@ class OAuth(AuthBase):
     ) -> str:
         resource = discover_resource(self._http, url, challenge.get("resource_metadata"), deadline)
         issuer = resource.authorization_servers[0]
+        self._check_issuer(url, issuer, resource, record)
         server = discover_server(self._http, issuer, deadline, legacy=resource.legacy)
         if record.get("issuer") not in (None, issuer):
             log.info("oauth: %s moved from %s to %s", loggable(url), record.get("issuer"), issuer)
@@ -345,6 +360,31 @@ class OAuth(AuthBase):
         self._save(key, fresh)
         log.info("oauth: authorized %s with %s (scope %r)", loggable(url), issuer, " ".join(scope) or None)
         return str(fresh["access_token"])
+
+    def _check_issuer(self, url: str, issuer: str, resource: Resource, record: Mapping[str, Any]) -> None:
+        """Refuse to use a pre-registered client with an issuer other than its own (binding it to
+        the first one otherwise): its id and secret are that authorization server's, not any
+        server's a resource happens to name.
+        """
+        if self.client_id is None:
+            return  # a registration or a metadata document URL is made per issuer already
+        who = short_id(self.client_id)
+        if resource.legacy and self._client_secret is not None and self.issuer != issuer:
+            raise OAuthError(
+                f"{loggable(url)} publishes no protected resource metadata (a 2025-03-26 server), so its own "
+                f"origin {issuer} would be the authorization server; not sending it the secret of client {who} "
+                f"(pass issuer={issuer!r} if that server is meant)"
+            )
+        stored = record.get("issuer")
+        with self._state_lock:
+            if self._bound_issuer is None:
+                self._bound_issuer = stored if isinstance(stored, str) else issuer
+            bound = self._bound_issuer
+        if bound != issuer:
+            raise OAuthError(
+                f"{loggable(url)} names the authorization server {issuer}, but client {who} belongs to {bound}; "
+                "not sending its credentials there (use another OAuth object, with issuer=, for that server)"
+            )
 
     def _scope_for(
         self, wanted: set[str], resource: Resource, server: AuthServer, record: Mapping[str, Any]
