@@ -140,3 +140,12 @@ def test_issuer_is_checked() -> None:
         backend(issuer="not a url")
     with pytest.raises(ValueError, match="client_id"):
         mt.OAuth(issuer="https://as.example.com")
+
+
+def test_a_short_lived_token_is_used_most_of_its_life(realm: Realm) -> None:
+    realm.expires_in = 20  # under the 30 s margin: it used to be refreshed before every request
+    auth = oauth()
+    for _ in range(5):
+        assert post(realm, auth).status_code == 200
+    assert realm.counts["token:refresh_token"] == 0
+    assert realm.counts["token:authorization_code"] == 1

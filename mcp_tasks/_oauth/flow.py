@@ -49,7 +49,10 @@ Grant = Literal["authorization_code", "client_credentials"]
 Authorize = Callable[[str], str]
 
 EXPIRY_MARGIN = 30.0
-"""A token this close to its expiry (seconds) is refreshed before it is sent."""
+"""A token this close to its expiry (seconds) is refreshed before it is sent; a short-lived one
+(a lifetime under 300 s) a tenth of its lifetime before, so it is still used most of its life."""
+
+MARGIN_SHARE = 0.1
 
 DEFAULT_STEP_UPS = 2
 _AUTH_METHODS = ("client_secret_basic", "client_secret_post", "none")
@@ -603,6 +606,7 @@ class OAuth(AuthBase):
         expires_in = answer.get("expires_in")
         if isinstance(expires_in, (int, float)) and not isinstance(expires_in, bool) and expires_in > 0:
             kept["expires_at"] = time.time() + float(expires_in)
+            kept["lifetime"] = float(expires_in)
         if isinstance(answer.get("scope"), str):
             kept["scope"] = answer["scope"]
         return kept
@@ -661,8 +665,15 @@ def _auth_method(supported: tuple[str, ...], has_secret: bool, registered: str |
 
 
 def _expired(record: Mapping[str, Any] | None) -> bool:
+    """Whether the token is expired or within its refresh margin: min(30 s, a tenth of its lifetime)."""
     at = (record or {}).get("expires_at")
-    return isinstance(at, (int, float)) and time.time() >= at - EXPIRY_MARGIN
+    if not isinstance(at, (int, float)) or isinstance(at, bool):
+        return False
+    lifetime = (record or {}).get("lifetime")
+    margin = EXPIRY_MARGIN
+    if isinstance(lifetime, (int, float)) and not isinstance(lifetime, bool) and lifetime > 0:
+        margin = min(EXPIRY_MARGIN, lifetime * MARGIN_SHARE)
+    return time.time() >= at - margin
 
 
 def _bearer_of(request: requests.PreparedRequest) -> str | None:
