@@ -4,15 +4,21 @@ token file, and nothing of a query string in the logs."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 import mcp_tasks as mt
+from mcp_tasks._oauth.filelock import locked
 from tests.oauth_realm import Realm, follow
-from tests.test_oauth import oauth, post
+from tests.test_oauth import Person, oauth, post
 
 
 @pytest.fixture
@@ -149,3 +155,87 @@ def test_a_short_lived_token_is_used_most_of_its_life(realm: Realm) -> None:
         assert post(realm, auth).status_code == 200
     assert realm.counts["token:refresh_token"] == 0
     assert realm.counts["token:authorization_code"] == 1
+
+
+def run_in_another_process(code: str) -> str:
+    """Run `code` in a fresh Python with this tree first on its path; its stdout."""
+    root = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+ANOTHER_RUN = """
+import requests, sys
+import mcp_tasks as mt
+auth = mt.OAuth(authorize=lambda url: sys.exit("asked the person"), redirect_uri="http://127.0.0.1:9/callback",
+                store=mt.FileTokenStore({path!r}))
+response = requests.post({url!r}, json={{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}}, auth=auth, timeout=30)
+print(response.status_code)
+"""
+
+
+def test_two_processes_share_one_token_file_through_a_rotation(realm: Realm, tmp_path: Path) -> None:
+    path = tmp_path / "tokens.json"
+    person = Person()
+    auth = oauth(person, store=mt.FileTokenStore(path))
+    assert post(realm, auth).status_code == 200
+    realm.revoke_access()
+    # Another process (a CLI run) refreshes first, and the server rotates the refresh token.
+    assert run_in_another_process(ANOTHER_RUN.format(path=str(path), url=realm.url)).strip() == "200"
+    assert realm.counts["token:refresh_token"] == 1
+    # This process reads the record again before refreshing, and takes the new token.
+    assert post(realm, auth).status_code == 200
+    assert realm.counts["token:refresh_token"] == 1 and person.asked == 1
+    (record,) = json.loads(path.read_text()).values()
+    assert record["access_token"] in realm.access and record["refresh_token"] in realm.refresh
+
+
+def test_a_failed_renewal_leaves_the_stored_tokens(realm: Realm, tmp_path: Path) -> None:
+    path = tmp_path / "tokens.json"
+    assert post(realm, oauth(store=mt.FileTokenStore(path))).status_code == 200
+    before = json.loads(path.read_text())
+    realm.revoke_access()
+    realm.revoke_refresh()
+
+    def away(url: str) -> str:
+        raise mt.OAuthError("the person closed the tab")
+
+    with pytest.raises(mt.OAuthError, match="closed the tab"):
+        post(realm, mt.OAuth(authorize=away, redirect_uri="http://127.0.0.1:9/callback", store=mt.FileTokenStore(path)))
+    assert json.loads(path.read_text()) == before  # not replaced by a record without tokens
+
+
+LOCKED_WRITER = """
+import sys
+import mcp_tasks as mt
+print("writing", flush=True)
+mt.FileTokenStore({path!r}).set("theirs", {{"access_token": "b"}})
+"""
+
+
+def test_a_write_from_another_process_waits_for_the_lock_and_keeps_both_records(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.json"
+    store = mt.FileTokenStore(path)
+    store.set("first", {"access_token": "0"})
+    root = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    with locked(path):
+        child = subprocess.Popen(
+            [sys.executable, "-c", LOCKED_WRITER.format(path=str(path))], env=env, stdout=subprocess.PIPE, text=True
+        )
+        try:
+            assert child.stdout is not None and child.stdout.readline().strip() == "writing"
+            # While this process holds the lock, it writes what it read before the other one did.
+            store._write({"first": {"access_token": "0"}, "ours": {"access_token": "a"}})
+        except BaseException:
+            child.kill()
+            child.wait()
+            raise
+    assert child.wait(60) == 0
+    assert child.stdout is not None
+    child.stdout.close()
+    assert set(json.loads(path.read_text())) == {"first", "ours", "theirs"}
