@@ -133,6 +133,14 @@ def _parser() -> argparse.ArgumentParser:
     oauth.add_argument(
         "--client-secret", metavar="SECRET", help="its secret (with no person to ask: the client credentials grant)"
     )
+    oauth.add_argument(
+        "--client-secret-file",
+        metavar="PATH",
+        help=f"read the secret from this file (safer than --client-secret; or set {CLIENT_SECRET_ENV})",
+    )
+    oauth.add_argument(
+        "--issuer", metavar="URL", help="the authorization server the client id belongs to (no other gets it)"
+    )
     oauth.add_argument("--scope", metavar="SCOPES", help="the scopes to ask for (space-separated)")
     oauth.add_argument(
         "--grant",
@@ -216,6 +224,32 @@ def _load(target: str) -> Any:
     return server
 
 
+CLIENT_SECRET_ENV = "MCP_TASKS_CLIENT_SECRET"
+"""The environment variable the CLI reads a client secret from (with ``--client-id``)."""
+
+
+def _client_secret(args: argparse.Namespace) -> str | None:
+    """The client secret from ``--client-secret``, ``--client-secret-file`` or the environment
+    (with ``--client-id``); a file or the environment keeps it out of ``ps`` and shell history.
+    """
+    given = [flag for flag in ("client_secret", "client_secret_file") if getattr(args, flag) is not None]
+    if len(given) > 1:
+        raise UsageError("give --client-secret or --client-secret-file, not both")
+    if args.client_secret_file is not None:
+        try:
+            with open(args.client_secret_file, encoding="utf-8") as file:
+                secret = file.read().strip()
+        except OSError as exc:
+            raise UsageError(f"cannot read --client-secret-file {args.client_secret_file}: {exc.strerror}") from None
+        if not secret:
+            raise UsageError(f"--client-secret-file {args.client_secret_file} is empty")
+        return secret
+    if args.client_secret is not None:
+        return str(args.client_secret)
+    from_env = os.environ.get(CLIENT_SECRET_ENV)
+    return from_env if from_env and args.client_id is not None else None
+
+
 def _auth(args: argparse.Namespace) -> Any:
     """The ``auth=`` object for an HTTP target: `OAuth` with ``--oauth`` (None without)."""
     given = [
@@ -223,6 +257,8 @@ def _auth(args: argparse.Namespace) -> Any:
         for flag, value in (
             ("--client-id", args.client_id),
             ("--client-secret", args.client_secret),
+            ("--client-secret-file", args.client_secret_file),
+            ("--issuer", args.issuer),
             ("--scope", args.scope),
         )
         if value is not None
@@ -233,16 +269,24 @@ def _auth(args: argparse.Namespace) -> Any:
         return None
     if _kind(args.target) != "http":
         raise UsageError("--oauth applies to http(s) targets only")
-    if args.client_secret is not None and args.client_id is None:
+    if (args.client_secret is not None or args.client_secret_file is not None) and args.client_id is None:
         raise UsageError("--client-secret needs the --client-id it belongs to")
+    if args.issuer is not None and args.client_id is None:
+        raise UsageError("--issuer needs the --client-id it binds")
+    secret = _client_secret(args)
     from mcp_tasks._oauth import cli_oauth
 
     grant: Literal["authorization_code", "client_credentials"] = args.grant or (
-        "client_credentials" if args.client_secret is not None else "authorization_code"
+        "client_credentials" if secret is not None else "authorization_code"
     )
-    if grant == "client_credentials" and args.client_secret is None:
+    if grant == "client_credentials" and secret is None:
         raise UsageError("--grant client_credentials needs --client-id and --client-secret")
-    return cli_oauth(client_id=args.client_id, client_secret=args.client_secret, scope=args.scope, grant=grant)
+    try:
+        return cli_oauth(
+            client_id=args.client_id, client_secret=secret, scope=args.scope, grant=grant, issuer=args.issuer
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _connect(args: argparse.Namespace, handlers: InputHandlers) -> Client:

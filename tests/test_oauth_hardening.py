@@ -5,6 +5,7 @@ token file, and nothing of a query string in the logs."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -14,11 +15,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import requests
 
 import mcp_tasks as mt
 from mcp_tasks._oauth.filelock import locked
 from tests.oauth_realm import Realm, follow
-from tests.test_oauth import Person, oauth, post
+from tests.test_oauth import CALL, Person, oauth, post
 
 
 @pytest.fixture
@@ -239,3 +241,55 @@ def test_a_write_from_another_process_waits_for_the_lock_and_keeps_both_records(
     assert child.stdout is not None
     child.stdout.close()
     assert set(json.loads(path.read_text())) == {"first", "ours", "theirs"}
+
+
+def test_no_query_string_reaches_the_logs(realm: Realm, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    auth = oauth()
+    with mt.Client.http(realm.url + "?api_key=query-secret-1", auth=auth, timeout=10) as client:
+        client.request("tools/list")
+    realm.revoke_access()
+    assert requests.post(realm.url + "?api_key=query-secret-2", json=CALL, auth=auth, timeout=10).status_code == 200
+    ours = "\n".join(r.getMessage() for r in caplog.records if r.name.startswith("mcp_tasks"))
+    assert "oauth: authorized" in ours and "oauth: refreshed" in ours
+    assert "query-secret" not in ours  # (urllib3's own debug lines are its own)
+
+
+def cli_with_oauth(realm: Realm, home: Path, *flags: str, env: dict[str, str] | None = None) -> str:
+    home.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_tasks", "tools", realm.url, "--oauth", "--client-id", "cli", *flags],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "XDG_CONFIG_HOME": str(home), "HOME": str(home), **(env or {})},
+        cwd=home,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "s3cret-value" not in done.stdout + done.stderr
+    return done.stderr
+
+
+def test_the_cli_reads_the_client_secret_from_a_file_or_the_environment(realm: Realm, tmp_path: Path) -> None:
+    realm.token_auth_methods = ["client_secret_basic"]
+    secret_file = tmp_path / "secret"
+    secret_file.write_text("s3cret-value\n")
+    cli_with_oauth(realm, tmp_path / "a", "--client-secret-file", str(secret_file), "--issuer", realm.base)
+    cli_with_oauth(realm, tmp_path / "b", env={"MCP_TASKS_CLIENT_SECRET": "s3cret-value"})
+    assert realm.counts["token:client_credentials"] == 2
+    assert realm.client_secrets_seen == ["s3cret-value", "s3cret-value"]
+
+
+def test_the_cli_refuses_two_secrets_and_an_unreadable_file(tmp_path: Path) -> None:
+    base = [sys.executable, "-m", "mcp_tasks", "tools", "http://127.0.0.1:9/mcp", "--oauth", "--client-id", "x"]
+    both = subprocess.run(
+        [*base, "--client-secret", "a", "--client-secret-file", str(tmp_path / "s")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert both.returncode == 2 and "not both" in both.stderr
+    missing = subprocess.run(
+        [*base, "--client-secret-file", str(tmp_path / "absent")], capture_output=True, text=True, timeout=60
+    )
+    assert missing.returncode == 2 and "--client-secret-file" in missing.stderr and "Traceback" not in missing.stderr

@@ -702,6 +702,7 @@ def cli_oauth(
     client_secret: str | None = None,
     scope: str | None = None,
     grant: Grant | None = None,
+    issuer: str | None = None,
 ) -> OAuth:
     """The `OAuth` the command line uses: tokens kept in the user's config directory
     (`FileTokenStore.default()`), the authorization link printed on stderr and opened in a browser;
@@ -715,4 +716,5 @@ def cli_oauth(
         grant=chosen,
         authorize=LoopbackAuthorize(show=show_link) if chosen == "authorization_code" else None,
         store=FileTokenStore.default(),
+        issuer=issuer,
     )
