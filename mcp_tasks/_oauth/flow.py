@@ -21,6 +21,7 @@ import functools
 import hashlib
 import hmac
 import logging
+import os
 import secrets
 import threading
 import time
@@ -33,10 +34,13 @@ from requests.auth import AuthBase
 
 from mcp_tasks._clock import Deadline, check_timeout
 from mcp_tasks._errors import OAuthError
-from mcp_tasks._oauth.challenge import bearer_challenge
+from mcp_tasks._oauth.challenge import token_challenge
 from mcp_tasks._oauth.discovery import AuthServer, Resource, discover_resource, discover_server
+from mcp_tasks._oauth.dpop import NONCE_ERROR, DPoP
 from mcp_tasks._oauth.flights import Flights
+from mcp_tasks._oauth.grants import JWT_BEARER, Assertion, assertion_now, client_assertion, exchange_for_id_jag
 from mcp_tasks._oauth.http import OAuthHttp, loggable
+from mcp_tasks._oauth.jose import load_private_key, require_extra
 from mcp_tasks._oauth.redirect import LoopbackAuthorize, free_loopback_redirect_uri, show_link
 from mcp_tasks._oauth.tokens import FileTokenStore, MemoryTokenStore, TokenStore
 from mcp_tasks._redact import short_id
@@ -45,7 +49,8 @@ __all__ = ["OAuth", "cli_oauth"]
 
 log = logging.getLogger("mcp_tasks")
 
-Grant = Literal["authorization_code", "client_credentials"]
+Grant = Literal["authorization_code", "client_credentials", "jwt_bearer", "enterprise_managed"]
+_GRANTS = ("authorization_code", "client_credentials", "jwt_bearer", "enterprise_managed")
 Authorize = Callable[[str], str]
 
 EXPIRY_MARGIN = 30.0
@@ -61,10 +66,11 @@ _AUTH_METHODS = ("client_secret_basic", "client_secret_post", "none")
 class _Attempts:
     """What one request (and its re-sends) has tried: bounds the 401 and 403 loops."""
 
-    __slots__ = ("refreshed", "step_ups", "unauthorized")
+    __slots__ = ("nonces", "refreshed", "step_ups", "unauthorized")
 
     def __init__(self) -> None:
         self.unauthorized = 0
+        self.nonces = 0
         self.step_ups = 0
         self.refreshed = False
 
@@ -77,8 +83,19 @@ class OAuth(AuthBase):
       Without one, `client_metadata_url` (an https URL of a Client ID Metadata Document you host) is
       the client id where the server supports that, else the client registers itself (RFC 7591)
       as `client_name`.
-    - `grant`: ``"authorization_code"`` (a person authorizes, PKCE S256) or
-      ``"client_credentials"`` (a backend with a client id and secret).
+    - `grant`: ``"authorization_code"`` (a person authorizes, PKCE S256),
+      ``"client_credentials"`` (a backend with a client id and a secret or key),
+      ``"jwt_bearer"`` (workload identity federation, SEP-1933: `assertion` is the workload's
+      JWT, or a function returning a fresh one), or ``"enterprise_managed"`` (SEP-990: the
+      person's `id_token` from the company's identity provider is exchanged at
+      `idp_token_endpoint` (as `idp_client_id`, with `idp_client_secret` if it has one) for an
+      ID-JAG, which the authorization server takes in the JWT-bearer grant from `client_id`).
+    - `private_key` (a PEM string or bytes, or a file's path) and `private_key_id` (its ``kid``):
+      authenticate `client_id` with a signed JWT (private_key_jwt, SEP-1046) instead of a secret.
+    - `dpop`: True asks for DPoP-bound tokens (SEP-1932, RFC 9449): a key made for this object
+      signs a fresh proof for every token request and every request to the server, and the
+      nonces servers ask for are honoured. `private_key`, `dpop`, ``jwt_bearer`` and
+      ``enterprise_managed`` need the ``mcp_tasks[jwt]`` extra (the `cryptography` package).
     - `scope`: the scopes to ask for (a space-separated string); by default those of the server's
       challenge, else those its metadata lists, else none.
     - `authorize(url) -> redirect_url`: shows the person `url` and returns the URL their browser was
@@ -115,16 +132,27 @@ class OAuth(AuthBase):
         verify: bool | str = True,
         max_step_ups: int = DEFAULT_STEP_UPS,
         issuer: str | None = None,
+        private_key: str | bytes | os.PathLike[str] | None = None,
+        private_key_id: str | None = None,
+        dpop: bool = False,
+        assertion: Assertion | None = None,
+        id_token: Assertion | None = None,
+        idp_token_endpoint: str | None = None,
+        idp_client_id: str | None = None,
+        idp_client_secret: str | None = None,
     ) -> None:
-        if grant not in ("authorization_code", "client_credentials"):
-            raise ValueError(f"grant must be 'authorization_code' or 'client_credentials', got {grant!r}")
+        if grant not in _GRANTS:
+            raise ValueError(f"grant must be one of {', '.join(map(repr, _GRANTS))}, got {grant!r}")
+        _check_signed_options(
+            grant, client_id, private_key, private_key_id, assertion, id_token, idp_token_endpoint, idp_client_secret
+        )
         if client_secret is not None and client_id is None:
             raise ValueError("client_secret needs the client_id it belongs to")
         if client_metadata_url is not None:
             parts = urllib.parse.urlsplit(client_metadata_url)
             if parts.scheme != "https" or not parts.path.strip("/") or parts.fragment:
                 raise ValueError(f"client_metadata_url must be an https URL with a path, got {client_metadata_url!r}")
-        if grant == "client_credentials" and authorize is not None:
+        if grant != "authorization_code" and authorize is not None:
             raise ValueError("authorize is for the authorization_code grant")
         if issuer is not None:
             parts = urllib.parse.urlsplit(issuer)
@@ -152,6 +180,15 @@ class OAuth(AuthBase):
         self._bound_issuer: str | None = issuer  # the one issuer a pre-registered client is used with
         self._flights = Flights()
         self._refused: set[str] = set()  # refresh tokens the server refused (not tried again)
+        if grant in ("jwt_bearer", "enterprise_managed"):
+            require_extra(f"grant={grant!r}")
+        self._signing_key = load_private_key(private_key, private_key_id) if private_key is not None else None
+        self._dpop = DPoP() if dpop else None
+        self._assertion = assertion
+        self._id_token = id_token
+        self.idp_token_endpoint = idp_token_endpoint
+        self.idp_client_id = idp_client_id
+        self._idp_client_secret = idp_client_secret
         self._state_lock = threading.Lock()
         self._records: dict[str, dict[str, Any]] = {}
 
@@ -230,19 +267,41 @@ class OAuth(AuthBase):
         if token is not None and _expired(self._record(key)):
             token = self._renew_quietly(key, url, token, deadline)
         if token is not None:
+            self._present(request, key, token)
+
+    def _present(self, request: requests.PreparedRequest, key: str, token: str) -> None:
+        """Put `token` on `request`: ``Bearer``, or ``DPoP`` with a fresh proof for a bound token."""
+        record = self._record(key) or {}
+        if self._dpop is not None and record.get("token_type") == "DPoP" and record.get("access_token") == token:
+            request.headers["Authorization"] = f"DPoP {token}"
+            request.headers["DPoP"] = self._dpop.proof(str(request.method or "POST"), str(request.url), token)
+        else:
             request.headers["Authorization"] = f"Bearer {token}"
 
     def _after(
         self, attempts: _Attempts, response: requests.Response, deadline: Deadline
     ) -> requests.PreparedRequest | None:
         """The re-send a 401 or 403 calls for (with a better token), or None to keep `response`."""
-        if response.status_code not in (401, 403):
-            return None
-        challenge = bearer_challenge(response.headers.get("WWW-Authenticate")) or {}
         request = response.request
         url = str(request.url)
+        if self._dpop is not None:
+            self._dpop.learn(url, response.headers)
+        if response.status_code not in (401, 403):
+            return None
+        _, challenge = token_challenge(response.headers.get("WWW-Authenticate")) or ("", {})
         key = self._key(url)
         sent = _bearer_of(request)
+        if (
+            self._dpop is not None
+            and challenge.get("error") == NONCE_ERROR
+            and sent is not None
+            and attempts.nonces < 2
+            and "DPoP-Nonce" in response.headers
+        ):
+            attempts.nonces += 1  # the same token again, with a proof that carries the server's nonce
+            again = request.copy()
+            self._present(again, key, sent)
+            return again
         if response.status_code == 403:
             if challenge.get("error") != "insufficient_scope" or attempts.step_ups >= self.max_step_ups:
                 return None
@@ -259,7 +318,7 @@ class OAuth(AuthBase):
         if token is None:
             return None
         prepared = request.copy()
-        prepared.headers["Authorization"] = f"Bearer {token}"
+        self._present(prepared, key, token)
         return prepared
 
     # -- the flow -------------------------------------------------------------------------------
@@ -339,6 +398,23 @@ class OAuth(AuthBase):
         client = self._client_for(record, server, deadline)
         if self.grant == "client_credentials":
             form = {"grant_type": "client_credentials", "resource": resource.resource}
+        elif self.grant == "jwt_bearer":
+            assert self._assertion is not None
+            assertion = assertion_now(self._assertion, "assertion")
+            form = {"grant_type": JWT_BEARER, "assertion": assertion, "resource": resource.resource}
+        elif self.grant == "enterprise_managed":
+            assert self._id_token is not None and self.idp_token_endpoint is not None
+            id_jag = exchange_for_id_jag(
+                self._http,
+                self.idp_token_endpoint,
+                assertion_now(self._id_token, "id_token"),
+                audience=issuer,
+                resource=resource.resource,
+                client_id=self.idp_client_id,
+                client_secret=self._idp_client_secret,
+                deadline=deadline,
+            )
+            form = {"grant_type": JWT_BEARER, "assertion": id_jag, "resource": resource.resource}
         else:
             code, redirect_uri, verifier = self._authorization_code(server, client, scope, resource)
             deadline = Deadline(deadline.timeout)  # as long again: the person's time does not count
@@ -349,7 +425,7 @@ class OAuth(AuthBase):
                 "code_verifier": verifier,
                 "resource": resource.resource,
             }
-        if scope and self.grant == "client_credentials":
+        if scope and self.grant != "authorization_code":
             form["scope"] = " ".join(scope)
         tokens = self._token_request(server, client, form, deadline)
         fresh = {
@@ -418,13 +494,21 @@ class OAuth(AuthBase):
         """
         if self.client_id is not None:
             secret = self._client_secret
+            method = (
+                "private_key_jwt"
+                if self._signing_key is not None
+                else _auth_method(server.token_auth_methods, secret is not None, None)
+            )
             return {
                 "client_id": self.client_id,
                 "issuer": server.issuer,
-                "auth_method": _auth_method(server.token_auth_methods, secret is not None, None),
+                "auth_method": method,
                 "redirect_uri": self.redirect_uri,
                 "preregistered": True,
             }
+        if self.grant == "jwt_bearer":
+            # The workload's assertion is the credential; no client is named, none registered.
+            return {"client_id": None, "issuer": server.issuer, "auth_method": "none", "preregistered": True}
         stored = record.get("client")
         if isinstance(stored, dict) and stored.get("issuer") == server.issuer and not stored.get("preregistered"):
             return stored
@@ -574,18 +658,7 @@ class OAuth(AuthBase):
         self, endpoint: str, client: Mapping[str, Any], form: dict[str, str], deadline: Deadline
     ) -> dict[str, Any]:
         """POST to the token endpoint with the client's authentication; the token fields kept."""
-        form = dict(form)
-        client_id = str(client["client_id"])
-        secret = client.get("client_secret") if not client.get("preregistered") else self._client_secret
-        method = client.get("auth_method", "none")
-        auth: tuple[str, str] | None = None
-        if method == "client_secret_basic" and secret:
-            auth = (urllib.parse.quote(client_id, safe=""), urllib.parse.quote(str(secret), safe=""))
-        elif method == "client_secret_post" and secret:
-            form.update(client_id=client_id, client_secret=str(secret))
-        else:
-            form["client_id"] = client_id
-        status, answer = self._http.post(endpoint, deadline, form=form, auth=auth)
+        status, answer = self._send_token_request(endpoint, client, form, deadline)
         grant = form["grant_type"]
         token = answer.get("access_token") if answer else None
         if status != 200 or not isinstance(token, str) or not token:
@@ -598,9 +671,15 @@ class OAuth(AuthBase):
             )
         assert answer is not None
         token_type = answer.get("token_type")
-        if not isinstance(token_type, str) or token_type.lower() != "bearer":
-            raise OAuthError(f"the token endpoint {endpoint} issued a {str(token_type)[:20]!r} token, not a Bearer one")
+        kinds = ("bearer", "dpop") if self._dpop is not None else ("bearer",)
+        if not isinstance(token_type, str) or token_type.lower() not in kinds:
+            raise OAuthError(
+                f"the token endpoint {endpoint} issued a {str(token_type)[:20]!r} token, not a "
+                + (" or ".join(kind.capitalize() if kind == "bearer" else "DPoP" for kind in kinds) + " one")
+            )
         kept: dict[str, Any] = {"access_token": token, "token_type": "Bearer"}
+        if token_type.lower() == "dpop" and self._dpop is not None:
+            kept.update(token_type="DPoP", dpop_jkt=self._dpop.jkt)
         if isinstance(answer.get("refresh_token"), str):
             kept["refresh_token"] = answer["refresh_token"]
         expires_in = answer.get("expires_in")
@@ -610,6 +689,37 @@ class OAuth(AuthBase):
         if isinstance(answer.get("scope"), str):
             kept["scope"] = answer["scope"]
         return kept
+
+    def _send_token_request(
+        self, endpoint: str, client: Mapping[str, Any], form: Mapping[str, str], deadline: Deadline
+    ) -> tuple[int, dict[str, Any] | None]:
+        """POST `form` to the token endpoint with the client's authentication (and a DPoP proof,
+        sent again once with the server's nonce when it asks for one).
+        """
+        for attempt in (1, 2):
+            sent = dict(form)
+            client_id = client.get("client_id")
+            secret = client.get("client_secret") if not client.get("preregistered") else self._client_secret
+            method = client.get("auth_method", "none")
+            auth: tuple[str, str] | None = None
+            if method == "private_key_jwt" and self._signing_key is not None and client_id is not None:
+                sent.update(client_assertion(self._signing_key, str(client_id), str(client["issuer"])))
+            elif method == "client_secret_basic" and secret and client_id is not None:
+                auth = (urllib.parse.quote(str(client_id), safe=""), urllib.parse.quote(str(secret), safe=""))
+            elif method == "client_secret_post" and secret and client_id is not None:
+                sent.update(client_id=str(client_id), client_secret=str(secret))
+            elif client_id is not None:
+                sent["client_id"] = str(client_id)
+            headers = {"DPoP": self._dpop.proof("POST", endpoint)} if self._dpop is not None else None
+            status, answer, answered = self._http.post_with_headers(
+                endpoint, deadline, form=sent, auth=auth, headers=headers
+            )
+            if self._dpop is None:
+                break
+            fresh = self._dpop.learn(endpoint, answered)
+            if not (attempt == 1 and status in (400, 401) and fresh and (answer or {}).get("error") == NONCE_ERROR):
+                break
+        return status, answer
 
     # -- records --------------------------------------------------------------------------------
 
@@ -622,18 +732,26 @@ class OAuth(AuthBase):
     def _record(self, key: str) -> dict[str, Any] | None:
         with self._state_lock:
             if key not in self._records:
-                stored = self.store.get(key)
-                self._records[key] = stored if isinstance(stored, dict) else {}
+                self._records[key] = self._usable(self.store.get(key))
             return self._records[key]
 
     def _token(self, key: str) -> str | None:
         token = (self._record(key) or {}).get("access_token")
         return token if isinstance(token, str) else None
 
+    def _usable(self, stored: Any) -> dict[str, Any]:
+        """A stored record as this object can use it: tokens bound to another DPoP key (an earlier
+        run's) are left out, since only that key could prove possession of them.
+        """
+        record = stored if isinstance(stored, dict) else {}
+        bound = record.get("dpop_jkt")
+        if bound is not None and (self._dpop is None or bound != self._dpop.jkt):
+            return {k: v for k, v in record.items() if k not in ("access_token", "refresh_token", "dpop_jkt")}
+        return record
+
     def _reload(self, key: str) -> dict[str, Any]:
         """The record as the store has it now (kept as this object's copy)."""
-        stored = self.store.get(key)
-        record = stored if isinstance(stored, dict) else {}
+        record = self._usable(self.store.get(key))
         with self._state_lock:
             self._records[key] = record
         return record
@@ -677,8 +795,39 @@ def _expired(record: Mapping[str, Any] | None) -> bool:
 
 
 def _bearer_of(request: requests.PreparedRequest) -> str | None:
+    """The token a request carried (``Bearer`` or ``DPoP``)."""
     header = request.headers.get("Authorization") or ""
-    return header[7:] if header[:7].lower() == "bearer " else None
+    scheme, _, token = header.partition(" ")
+    return token.strip() or None if scheme.lower() in ("bearer", "dpop") else None
+
+
+def _check_signed_options(
+    grant: str,
+    client_id: str | None,
+    private_key: object,
+    private_key_id: str | None,
+    assertion: object,
+    id_token: object,
+    idp_token_endpoint: str | None,
+    idp_client_secret: str | None,
+) -> None:
+    """The options of the signed grants go together as `OAuth` documents, or a `ValueError` says which."""
+    if private_key is not None and client_id is None:
+        raise ValueError("private_key authenticates a pre-registered client: pass its client_id")
+    if private_key_id is not None and private_key is None:
+        raise ValueError("private_key_id names the key in private_key; pass the private_key")
+    if (grant == "jwt_bearer") != (assertion is not None):
+        raise ValueError("grant='jwt_bearer' and assertion= go together (the workload's JWT, or a function)")
+    enterprise = grant == "enterprise_managed"
+    if enterprise and (id_token is None or idp_token_endpoint is None or client_id is None):
+        raise ValueError("grant='enterprise_managed' needs id_token, idp_token_endpoint and client_id")
+    if not enterprise and (id_token is not None or idp_token_endpoint is not None or idp_client_secret is not None):
+        raise ValueError("id_token, idp_token_endpoint and idp_client_secret are for grant='enterprise_managed'")
+    for name, value in (("assertion", assertion), ("id_token", id_token)):
+        if value is not None and not (isinstance(value, str) or callable(value)):
+            raise TypeError(f"{name} must be a JWT string or a function returning one")
+    if idp_token_endpoint is not None and not idp_token_endpoint.startswith(("https://", "http://")):
+        raise ValueError(f"idp_token_endpoint must be an https URL, got {idp_token_endpoint!r}")
 
 
 def _timeout_of(value: Any) -> float | None:

@@ -55,7 +55,22 @@ class OAuthHttp:
         auth: tuple[str, str] | None = None,
     ) -> tuple[int, dict[str, Any] | None]:
         """POST a form (or a JSON `body`); the status and the JSON object answered (or None)."""
-        headers = {"Accept": "application/json"}
+        status, document, _ = self.post_with_headers(url, deadline, form=form, body=body, auth=auth)
+        return status, document
+
+    def post_with_headers(
+        self,
+        url: str,
+        deadline: Deadline,
+        *,
+        form: Mapping[str, str] | None = None,
+        body: Mapping[str, Any] | None = None,
+        auth: tuple[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> tuple[int, dict[str, Any] | None, Mapping[str, str]]:
+        """`post` with extra request `headers` (a DPoP proof), answering the response's headers too."""
+        extra = headers
+        headers = {"Accept": "application/json", **(extra or {})}
         kwargs: dict[str, Any] = {"headers": headers, "allow_redirects": False}
         if form is not None:
             kwargs["data"] = dict(form)
@@ -68,7 +83,7 @@ class OAuthHttp:
         try:
             document = _json(response)
             log.debug("oauth: POST %s -> HTTP %s", loggable(url), response.status_code)
-            return response.status_code, document if isinstance(document, dict) else None
+            return response.status_code, document if isinstance(document, dict) else None, response.headers
         finally:
             response.close()
 
