@@ -24,6 +24,7 @@ from mcp_tasks._errors import (
     InputRequired,
     InvalidStatus,
     McpError,
+    OAuthError,
     TaskCancelled,
     TaskFailed,
     TaskTimeout,
@@ -144,9 +145,20 @@ def _parser() -> argparse.ArgumentParser:
     oauth.add_argument("--scope", metavar="SCOPES", help="the scopes to ask for (space-separated)")
     oauth.add_argument(
         "--grant",
-        choices=("authorization_code", "client_credentials"),
-        help="how to get a token (default: client_credentials with a secret, else a person in the browser)",
+        choices=("authorization_code", "client_credentials", "jwt_bearer", "enterprise_managed"),
+        help="how to get a token (default: client_credentials with a secret or key, jwt_bearer with "
+        "--assertion-file, enterprise_managed with --id-token-file, else a person in the browser)",
     )
+    signed = common.add_argument_group("OAuth with signed JWTs (the mcp_tasks[jwt] extra)")
+    signed.add_argument("--private-key", metavar="PATH", help="a PEM private key: private_key_jwt instead of a secret")
+    signed.add_argument("--private-key-id", metavar="KID", help="the key's id (kid) at the authorization server")
+    signed.add_argument("--dpop", action="store_true", help="DPoP-bound tokens, proved on every request")
+    signed.add_argument(
+        "--assertion-file", metavar="PATH", help="the workload's JWT (read again for each token request): jwt_bearer"
+    )
+    signed.add_argument("--id-token-file", metavar="PATH", help="your ID token from the identity provider")
+    signed.add_argument("--idp-token-endpoint", metavar="URL", help="the identity provider's token endpoint")
+    signed.add_argument("--idp-client-id", metavar="ID", help="this client's id at the identity provider")
     waits = argparse.ArgumentParser(add_help=False)
     waits.add_argument("--timeout", type=_positive, default=None, help="seconds to wait in all (default: no limit)")
     waits.add_argument(
@@ -260,6 +272,13 @@ def _auth(args: argparse.Namespace) -> Any:
             ("--client-secret-file", args.client_secret_file),
             ("--issuer", args.issuer),
             ("--scope", args.scope),
+            ("--private-key", args.private_key),
+            ("--private-key-id", args.private_key_id),
+            ("--dpop", args.dpop or None),
+            ("--assertion-file", args.assertion_file),
+            ("--id-token-file", args.id_token_file),
+            ("--idp-token-endpoint", args.idp_token_endpoint),
+            ("--idp-client-id", args.idp_client_id),
         )
         if value is not None
     ]
@@ -276,17 +295,51 @@ def _auth(args: argparse.Namespace) -> Any:
     secret = _client_secret(args)
     from mcp_tasks._oauth import cli_oauth
 
-    grant: Literal["authorization_code", "client_credentials"] = args.grant or (
-        "client_credentials" if secret is not None else "authorization_code"
+    grant: Literal["authorization_code", "client_credentials", "jwt_bearer", "enterprise_managed"] = args.grant or (
+        "client_credentials"
+        if secret is not None or args.private_key is not None
+        else "jwt_bearer"
+        if args.assertion_file is not None
+        else "enterprise_managed"
+        if args.id_token_file is not None
+        else "authorization_code"
     )
-    if grant == "client_credentials" and secret is None:
-        raise UsageError("--grant client_credentials needs --client-id and --client-secret")
+    if grant == "client_credentials" and secret is None and args.private_key is None:
+        raise UsageError("--grant client_credentials needs --client-id and --client-secret (or --private-key)")
     try:
         return cli_oauth(
-            client_id=args.client_id, client_secret=secret, scope=args.scope, grant=grant, issuer=args.issuer
+            client_id=args.client_id,
+            client_secret=secret,
+            scope=args.scope,
+            grant=grant,
+            issuer=args.issuer,
+            private_key=args.private_key,
+            private_key_id=args.private_key_id,
+            dpop=args.dpop,
+            assertion=_reads(args.assertion_file, "--assertion-file"),
+            id_token=_reads(args.id_token_file, "--id-token-file"),
+            idp_token_endpoint=args.idp_token_endpoint,
+            idp_client_id=args.idp_client_id,
         )
-    except ValueError as exc:
+    except (ValueError, TypeError, ImportError) as exc:
         raise UsageError(str(exc)) from None
+
+
+def _reads(path: str | None, flag: str) -> Callable[[], str] | None:
+    """A function that reads the JWT in the file at `path` when called (a workload's token file is
+    rotated under the running program), or None without a path.
+    """
+    if path is None:
+        return None
+
+    def read() -> str:
+        try:
+            with open(path, encoding="utf-8") as file:
+                return file.read().strip()
+        except OSError as exc:
+            raise OAuthError(f"cannot read {flag} {path}: {exc.strerror}") from None
+
+    return read
 
 
 def _connect(args: argparse.Namespace, handlers: InputHandlers) -> Client:

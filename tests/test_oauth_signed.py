@@ -5,6 +5,8 @@ authorization (the identity provider's token exchange, then the JWT-bearer grant
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -180,3 +182,33 @@ def test_the_realm_checks_what_it_is_sent() -> None:
     header, claims, _ = token.split(".")
     with pytest.raises(ValueError, match="verify"):
         read_jwt(f"{header}.{claims}.{'A' * 86}", public)
+
+
+def run_cli(realm: Realm, home: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    home.mkdir(exist_ok=True)
+    return subprocess.run(
+        [sys.executable, "-m", "mcp_tasks", "tools", realm.url, "--oauth", *flags],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "XDG_CONFIG_HOME": str(home), "HOME": str(home)},
+        cwd=home,
+    )
+
+
+def test_the_cli_signs_with_a_key_and_takes_a_workload_jwt_from_a_file(realm: Realm, tmp_path: Path) -> None:
+    pem, public = new_key()
+    realm.client_keys["cli"] = public
+    key = tmp_path / "key.pem"
+    key.write_text(pem)
+    done = run_cli(realm, tmp_path / "a", "--client-id", "cli", "--private-key", str(key), "--private-key-id", "k1")
+    assert done.returncode == 0, done.stderr
+    assert realm.counts["private_key_jwt"] == 1
+    workload = tmp_path / "token.jwt"
+    workload.write_text("h.workload.s\n")
+    realm.assertions.add("h.workload.s")
+    done = run_cli(realm, tmp_path / "b", "--assertion-file", str(workload))
+    assert done.returncode == 0, done.stderr
+    assert realm.counts["token:urn:ietf:params:oauth:grant-type:jwt-bearer"] == 1
+    refused = run_cli(realm, tmp_path / "c", "--client-id", "cli", "--private-key", str(tmp_path / "absent.pem"))
+    assert refused.returncode == 2 and "cannot read" in refused.stderr and "Traceback" not in refused.stderr

@@ -852,10 +852,17 @@ def cli_oauth(
     scope: str | None = None,
     grant: Grant | None = None,
     issuer: str | None = None,
+    private_key: str | None = None,
+    private_key_id: str | None = None,
+    dpop: bool = False,
+    assertion: Assertion | None = None,
+    id_token: Assertion | None = None,
+    idp_token_endpoint: str | None = None,
+    idp_client_id: str | None = None,
 ) -> OAuth:
     """The `OAuth` the command line uses: tokens kept in the user's config directory
     (`FileTokenStore.default()`), the authorization link printed on stderr and opened in a browser;
-    client credentials when a secret is given without a person to ask.
+    client credentials when a secret or key is given without a person to ask.
     """
     chosen: Grant = grant or "authorization_code"
     return OAuth(
@@ -866,4 +873,11 @@ def cli_oauth(
         authorize=LoopbackAuthorize(show=show_link) if chosen == "authorization_code" else None,
         store=FileTokenStore.default(),
         issuer=issuer,
+        private_key=private_key,
+        private_key_id=private_key_id,
+        dpop=dpop,
+        assertion=assertion,
+        id_token=id_token,
+        idp_token_endpoint=idp_token_endpoint,
+        idp_client_id=idp_client_id,
     )
