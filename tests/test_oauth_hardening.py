@@ -293,3 +293,11 @@ def test_the_cli_refuses_two_secrets_and_an_unreadable_file(tmp_path: Path) -> N
         [*base, "--client-secret-file", str(tmp_path / "absent")], capture_output=True, text=True, timeout=60
     )
     assert missing.returncode == 2 and "--client-secret-file" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_no_query_string_or_user_info_in_error_messages(realm: Realm) -> None:
+    realm.prm_resource = "http://127.0.0.1:1/elsewhere"
+    url = realm.url.replace("http://", "http://user:pass-secret@") + "?api_key=query-secret"
+    with pytest.raises(mt.OAuthError, match="elsewhere") as caught:
+        requests.post(url, json=CALL, auth=oauth(), timeout=10)
+    assert "query-secret" not in str(caught.value) and "pass-secret" not in str(caught.value)

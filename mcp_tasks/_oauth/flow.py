@@ -347,7 +347,9 @@ class OAuth(AuthBase):
                 return None
         elif current is not None and current != sent and not (mode == "expired" and _expired(record)):
             return str(current)  # another thread (or process) got a new one meanwhile
-        if mode in ("refresh", "expired") and record.get("refresh_token") not in (None, *self._refused):
+        with self._state_lock:
+            can_refresh = record.get("refresh_token") not in (None, *self._refused)
+        if mode in ("refresh", "expired") and can_refresh:
             tried = record["refresh_token"]
             try:
                 return self._refresh(key, record, deadline)
@@ -665,7 +667,7 @@ class OAuth(AuthBase):
             error = answer.get("error") if answer else None
             error = error[:60] if isinstance(error, str) else None
             raise OAuthError(
-                f"the token endpoint {endpoint} refused the {grant} grant: HTTP {status}"
+                f"the token endpoint {loggable(endpoint)} refused the {grant} grant: HTTP {status}"
                 + (f" {error}" if error else ""),
                 data={"error": error} if error else None,
             )
@@ -674,7 +676,7 @@ class OAuth(AuthBase):
         kinds = ("bearer", "dpop") if self._dpop is not None else ("bearer",)
         if not isinstance(token_type, str) or token_type.lower() not in kinds:
             raise OAuthError(
-                f"the token endpoint {endpoint} issued a {str(token_type)[:20]!r} token, not a "
+                f"the token endpoint {loggable(endpoint)} issued a {str(token_type)[:20]!r} token, not a "
                 + (" or ".join(kind.capitalize() if kind == "bearer" else "DPoP" for kind in kinds) + " one")
             )
         kept: dict[str, Any] = {"access_token": token, "token_type": "Bearer"}

@@ -122,9 +122,12 @@ def _closing(response: requests.Response, session: requests.Session) -> Callable
 
 
 def loggable(url: str) -> str:
-    """`url` without its query and fragment, for log lines: a query may carry a code or a key."""
+    """`url` for log lines and messages: no user info, query or fragment (they may carry a code or
+    a key).
+    """
     parts = urllib.parse.urlsplit(url)
-    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+    netloc = parts.netloc.rpartition("@")[2]
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def deadline_timeout(deadline: Deadline) -> float:
