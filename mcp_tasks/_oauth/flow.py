@@ -277,6 +277,7 @@ class OAuth(AuthBase):
             request.headers["DPoP"] = self._dpop.proof(str(request.method or "POST"), str(request.url), token)
         else:
             request.headers["Authorization"] = f"Bearer {token}"
+            request.headers.pop("DPoP", None)  # a re-send that had one
 
     def _after(
         self, attempts: _Attempts, response: requests.Response, deadline: Deadline
