@@ -11,13 +11,14 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
 import requests
 
 import mcp_tasks as mt
+from mcp_tasks._clock import Deadline
 from mcp_tasks._oauth.filelock import locked
 from tests.oauth_realm import Realm, follow
 from tests.test_oauth import CALL, Person, oauth, post
@@ -301,3 +302,31 @@ def test_no_query_string_or_user_info_in_error_messages(realm: Realm) -> None:
     with pytest.raises(mt.OAuthError, match="elsewhere") as caught:
         requests.post(url, json=CALL, auth=oauth(), timeout=10)
     assert "query-secret" not in str(caught.value) and "pass-secret" not in str(caught.value)
+
+
+class SecondTry:
+    """Any auth object with ``auth_flow`` (no OAuth): a wrong token, then on the 401 the right one."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+        self.deadlines: list[float | None] = []
+
+    def auth_flow(
+        self, request: requests.PreparedRequest, deadline: Deadline
+    ) -> Generator[requests.PreparedRequest, requests.Response, None]:
+        self.deadlines.append(deadline.timeout)
+        request.headers["Authorization"] = "Bearer wrong"
+        response = yield request
+        if response.status_code == 401:
+            again = request.copy()
+            again.headers["Authorization"] = f"Bearer {self.token}"
+            yield again
+
+
+def test_the_transport_drives_any_auth_flow_under_the_calls_deadline(realm: Realm) -> None:
+    realm.access["static-token"] = {"mcp"}
+    auth = SecondTry("static-token")
+    with mt.Client.http(realm.url, auth=auth, timeout=7) as client:
+        assert client.request("tools/list")["tools"] == []
+    assert realm.counts["mcp:401"] >= 1 and realm.counts["mcp:200"] >= 1
+    assert auth.deadlines and set(auth.deadlines) == {7}
