@@ -14,7 +14,7 @@ import shlex
 import sys
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from mcp_tasks._cli_store import add_store_option, find_task, list_tasks, named_store, open_store, store_options
@@ -34,6 +34,7 @@ from mcp_tasks._errors import (
     InputRequired,
     InvalidStatus,
     McpError,
+    OAuthError,
     TaskCancelled,
     TaskFailed,
     TaskTimeout,
@@ -145,12 +146,31 @@ def _parser() -> argparse.ArgumentParser:
     oauth.add_argument(
         "--client-secret", metavar="SECRET", help="its secret (with no person to ask: the client credentials grant)"
     )
+    oauth.add_argument(
+        "--client-secret-file",
+        metavar="PATH",
+        help=f"read the secret from this file (safer than --client-secret; or set {CLIENT_SECRET_ENV})",
+    )
+    oauth.add_argument(
+        "--issuer", metavar="URL", help="the authorization server the client id belongs to (no other gets it)"
+    )
     oauth.add_argument("--scope", metavar="SCOPES", help="the scopes to ask for (space-separated)")
     oauth.add_argument(
         "--grant",
-        choices=("authorization_code", "client_credentials"),
-        help="how to get a token (default: client_credentials with a secret, else a person in the browser)",
+        choices=("authorization_code", "client_credentials", "jwt_bearer", "enterprise_managed"),
+        help="how to get a token (default: client_credentials with a secret or key, jwt_bearer with "
+        "--assertion-file, enterprise_managed with --id-token-file, else a person in the browser)",
     )
+    signed = common.add_argument_group("OAuth with signed JWTs (the mcp_tasks[jwt] extra)")
+    signed.add_argument("--private-key", metavar="PATH", help="a PEM private key: private_key_jwt instead of a secret")
+    signed.add_argument("--private-key-id", metavar="KID", help="the key's id (kid) at the authorization server")
+    signed.add_argument("--dpop", action="store_true", help="DPoP-bound tokens, proved on every request")
+    signed.add_argument(
+        "--assertion-file", metavar="PATH", help="the workload's JWT (read again for each token request): jwt_bearer"
+    )
+    signed.add_argument("--id-token-file", metavar="PATH", help="your ID token from the identity provider")
+    signed.add_argument("--idp-token-endpoint", metavar="URL", help="the identity provider's token endpoint")
+    signed.add_argument("--idp-client-id", metavar="ID", help="this client's id at the identity provider")
     waits = argparse.ArgumentParser(add_help=False)
     waits.add_argument("--timeout", type=_positive, default=None, help="seconds to wait in all (default: no limit)")
     waits.add_argument(
@@ -298,6 +318,32 @@ def _load(target: str) -> Any:
     return server
 
 
+CLIENT_SECRET_ENV = "MCP_TASKS_CLIENT_SECRET"
+"""The environment variable the CLI reads a client secret from (with ``--client-id``)."""
+
+
+def _client_secret(args: argparse.Namespace) -> str | None:
+    """The client secret from ``--client-secret``, ``--client-secret-file`` or the environment
+    (with ``--client-id``); a file or the environment keeps it out of ``ps`` and shell history.
+    """
+    given = [flag for flag in ("client_secret", "client_secret_file") if getattr(args, flag) is not None]
+    if len(given) > 1:
+        raise UsageError("give --client-secret or --client-secret-file, not both")
+    if args.client_secret_file is not None:
+        try:
+            with open(args.client_secret_file, encoding="utf-8") as file:
+                secret = file.read().strip()
+        except OSError as exc:
+            raise UsageError(f"cannot read --client-secret-file {args.client_secret_file}: {exc.strerror}") from None
+        if not secret:
+            raise UsageError(f"--client-secret-file {args.client_secret_file} is empty")
+        return secret
+    if args.client_secret is not None:
+        return str(args.client_secret)
+    from_env = os.environ.get(CLIENT_SECRET_ENV)
+    return from_env if from_env and args.client_id is not None else None
+
+
 def _auth(args: argparse.Namespace) -> Any:
     """The ``auth=`` object for an HTTP target: `OAuth` with ``--oauth`` (None without)."""
     given = [
@@ -305,7 +351,16 @@ def _auth(args: argparse.Namespace) -> Any:
         for flag, value in (
             ("--client-id", args.client_id),
             ("--client-secret", args.client_secret),
+            ("--client-secret-file", args.client_secret_file),
+            ("--issuer", args.issuer),
             ("--scope", args.scope),
+            ("--private-key", args.private_key),
+            ("--private-key-id", args.private_key_id),
+            ("--dpop", args.dpop or None),
+            ("--assertion-file", args.assertion_file),
+            ("--id-token-file", args.id_token_file),
+            ("--idp-token-endpoint", args.idp_token_endpoint),
+            ("--idp-client-id", args.idp_client_id),
         )
         if value is not None
     ]
@@ -315,16 +370,58 @@ def _auth(args: argparse.Namespace) -> Any:
         return None
     if _kind(args.target) != "http":
         raise UsageError("--oauth applies to http(s) targets only")
-    if args.client_secret is not None and args.client_id is None:
+    if (args.client_secret is not None or args.client_secret_file is not None) and args.client_id is None:
         raise UsageError("--client-secret needs the --client-id it belongs to")
+    if args.issuer is not None and args.client_id is None:
+        raise UsageError("--issuer needs the --client-id it binds")
+    secret = _client_secret(args)
     from mcp_tasks._oauth import cli_oauth
 
-    grant: Literal["authorization_code", "client_credentials"] = args.grant or (
-        "client_credentials" if args.client_secret is not None else "authorization_code"
+    grant: Literal["authorization_code", "client_credentials", "jwt_bearer", "enterprise_managed"] = args.grant or (
+        "client_credentials"
+        if secret is not None or args.private_key is not None
+        else "jwt_bearer"
+        if args.assertion_file is not None
+        else "enterprise_managed"
+        if args.id_token_file is not None
+        else "authorization_code"
     )
-    if grant == "client_credentials" and args.client_secret is None:
-        raise UsageError("--grant client_credentials needs --client-id and --client-secret")
-    return cli_oauth(client_id=args.client_id, client_secret=args.client_secret, scope=args.scope, grant=grant)
+    if grant == "client_credentials" and secret is None and args.private_key is None:
+        raise UsageError("--grant client_credentials needs --client-id and --client-secret (or --private-key)")
+    try:
+        return cli_oauth(
+            client_id=args.client_id,
+            client_secret=secret,
+            scope=args.scope,
+            grant=grant,
+            issuer=args.issuer,
+            private_key=args.private_key,
+            private_key_id=args.private_key_id,
+            dpop=args.dpop,
+            assertion=_reads(args.assertion_file, "--assertion-file"),
+            id_token=_reads(args.id_token_file, "--id-token-file"),
+            idp_token_endpoint=args.idp_token_endpoint,
+            idp_client_id=args.idp_client_id,
+        )
+    except (ValueError, TypeError, ImportError) as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _reads(path: str | None, flag: str) -> Callable[[], str] | None:
+    """A function that reads the JWT in the file at `path` when called (a workload's token file is
+    rotated under the running program), or None without a path.
+    """
+    if path is None:
+        return None
+
+    def read() -> str:
+        try:
+            with open(path, encoding="utf-8") as file:
+                return file.read().strip()
+        except OSError as exc:
+            raise OAuthError(f"cannot read {flag} {path}: {exc.strerror}") from None
+
+    return read
 
 
 def _connect(args: argparse.Namespace, handlers: InputHandlers) -> Client:
