@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import attrs
 
@@ -14,6 +14,9 @@ from mcp_tasks._clock import check_timeout
 from mcp_tasks._input import InputHandlers
 from mcp_tasks._retry import Retry
 from mcp_tasks._version import __version__
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -78,6 +81,8 @@ class ClientOptions(TypedDict, total=False):
     - `retries`: a `Retry` policy or a number of retries (0 turns retries off).
     - `protocol`: ``"auto"`` (detect the era) or one revision to pin.
     - `on_notification`: called with (method, params) for every server notification.
+    - `trace`: True makes OpenTelemetry spans of requests and task waits, with the global tracer
+      provider (needs ``mcp_tasks[otel]``); `tracer_provider`: trace with this provider instead.
     """
 
     client_capabilities: Mapping[str, Any] | None
@@ -88,6 +93,8 @@ class ClientOptions(TypedDict, total=False):
     retries: Retry | int
     protocol: str
     on_notification: OnNotification | None
+    trace: bool
+    tracer_provider: TracerProvider | None
 
 
 def _mapping(name: str, value: object) -> dict[str, Any] | None:
@@ -134,6 +141,18 @@ def _retry(value: object) -> Retry:
     return Retry.of(value)  # type: ignore[arg-type]
 
 
+def _trace(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"trace must be True or False, got {value!r}")
+    return value
+
+
+def _provider(value: object) -> Any:
+    if value is not None and not callable(getattr(value, "get_tracer", None)):
+        raise TypeError(f"tracer_provider must be an OpenTelemetry TracerProvider or None, got {type(value).__name__}")
+    return value
+
+
 @attrs.frozen
 class ClientSettings:
     """`ClientOptions` checked: each field converted and validated once, at construction."""
@@ -146,6 +165,14 @@ class ClientSettings:
     retries: Retry = attrs.field(default=Retry(), converter=_retry)
     protocol: str = attrs.field(default="auto", converter=check_protocol)
     on_notification: OnNotification | None = attrs.field(default=None, converter=_callback)
+    trace: bool = attrs.field(default=False, converter=_trace)
+    tracer_provider: TracerProvider | None = attrs.field(default=None, converter=_provider)
+
+    def __attrs_post_init__(self) -> None:
+        if self.tracing:
+            from mcp_tasks._trace_hook import require_tracing
+
+            require_tracing()  # no OpenTelemetry: fail here, before a transport starts anything
 
     @classmethod
     def of(cls, options: Mapping[str, Any]) -> ClientSettings:
@@ -154,6 +181,11 @@ class ClientSettings:
         if unknown:
             raise TypeError(f"got an unexpected keyword argument {unknown[0]!r} (not a client option)")
         return cls(**options)
+
+    @property
+    def tracing(self) -> bool:
+        """Whether requests and waits are traced (`trace` or a `tracer_provider` given)."""
+        return self.trace or self.tracer_provider is not None
 
     @property
     def info(self) -> dict[str, Any]:
