@@ -8,6 +8,7 @@ the `mcp_tasks._tracing` implementation, the one module that imports OpenTelemet
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -24,17 +25,32 @@ Send = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 class TaskTrace:
-    """One task's wait as the tracer sees it; this base records nothing. Use it as a context
-    manager around the wait: an exception out of it is the wait's outcome.
+    """One task's wait as the tracer sees it; this base records nothing.
+
+    A wait in a thread of its own uses it as a context manager (`start`, current for the whole
+    block, `end` with the exception that left it). A loop that waits for several tasks at once
+    calls `start`, wraps each step for a task in `within` (its requests become that task's), and
+    calls `end` when that task's wait is over.
     """
 
     def __enter__(self) -> TaskTrace:
+        self.start()
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        return None
+        self.end(exc)
+
+    def start(self) -> None:
+        """The wait begins."""
+
+    def within(self) -> AbstractContextManager[None]:
+        """A block during which the requests sent are this wait's."""
+        return nullcontext()
+
+    def end(self, exc: BaseException | None = None) -> None:
+        """The wait is over (`exc`: the exception that ended it)."""
 
     def status(self, status: Status) -> None:
         """The wait saw the task change (called once per change)."""

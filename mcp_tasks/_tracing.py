@@ -14,7 +14,8 @@ from __future__ import annotations
 import threading
 import urllib.parse
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +58,9 @@ def _fail(span: Span, kind: str, description: str | None = None) -> None:
 
 
 def _transport_attributes(transport: Transport) -> dict[str, str | int]:
+    from mcp_tasks.transports.direct import DirectTransport
+    from mcp_tasks.transports.stdio import StdioTransport
+
     url = getattr(transport, "url", None)
     if isinstance(url, str):
         parts = urllib.parse.urlsplit(url)
@@ -71,9 +75,9 @@ def _transport_attributes(transport: Transport) -> dict[str, str | int]:
             port = 443 if parts.scheme == "https" else 80
         found["server.port"] = port
         return found
-    from mcp_tasks.transports.stdio import StdioTransport
-
-    return {"network.transport": "pipe" if isinstance(transport, StdioTransport) else "inproc"}
+    if isinstance(transport, StdioTransport):
+        return {"network.transport": "pipe"}
+    return {"network.transport": "inproc"} if isinstance(transport, DirectTransport) else {}
 
 
 def _created_task(result: Mapping[str, Any]) -> str | None:
@@ -166,7 +170,7 @@ def _retried(span: Span, retry: int, delay: float, error: TransportError) -> Non
 
 
 class TaskSpan(TaskTrace):
-    """One wait's span: current while the wait runs, so that its requests are its children."""
+    """One wait's span, current while the wait runs (`within`), so that its requests are its children."""
 
     def __init__(self, tracer: trace.Tracer, task_id: str, created: tuple[SpanContext, str] | None) -> None:
         self.tracer = tracer
@@ -175,7 +179,7 @@ class TaskSpan(TaskTrace):
         self.span: Span = trace.INVALID_SPAN
         self._token: object = None
 
-    def __enter__(self) -> TaskSpan:
+    def start(self) -> None:
         links: list[Link] = []
         parent = None
         name = "task"
@@ -196,6 +200,17 @@ class TaskSpan(TaskTrace):
             record_exception=False,
             set_status_on_exception=False,
         )
+
+    @contextmanager
+    def within(self) -> Iterator[None]:
+        token = otel_context.attach(trace.set_span_in_context(self.span))
+        try:
+            yield
+        finally:
+            otel_context.detach(token)
+
+    def __enter__(self) -> TaskSpan:
+        self.start()
         self._token = otel_context.attach(trace.set_span_in_context(self.span))
         return self
 
@@ -203,11 +218,14 @@ class TaskSpan(TaskTrace):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         try:
-            if exc is not None:
-                _fail(self.span, type(exc).__name__, str(exc) if isinstance(exc, Exception) else None)
-        finally:
             otel_context.detach(self._token)  # type: ignore[arg-type]
-            self.span.end()
+        finally:
+            self.end(exc)
+
+    def end(self, exc: BaseException | None = None) -> None:
+        if exc is not None:
+            _fail(self.span, type(exc).__name__, str(exc) if isinstance(exc, Exception) else None)
+        self.span.end()
 
     def status(self, status: Status) -> None:
         self.span.add_event("task.status", {"mcp.task.status": status.wire_status})

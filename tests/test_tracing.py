@@ -299,3 +299,45 @@ def test_trace_without_opentelemetry_names_the_extra_and_starts_nothing() -> Non
     )
     assert done.returncode == 0, done.stderr
     assert "refused: trace=True needs OpenTelemetry: pip install 'mcp_tasks[otel]'" in done.stdout
+
+
+def test_a_cancelled_task_marks_the_wait_span() -> None:
+    harness = Harness("direct")
+    try:
+        client = harness.client(trace=True)
+        status = mt.call_tool(client, "slow_compute", {"block": True})
+        assert isinstance(status, mt.Status)
+        mt.cancel_task(client, status)
+        with pytest.raises(mt.TaskCancelled):
+            mt.await_task(client, status)
+        release(client)
+    finally:
+        harness.close()
+    wait = one("task slow_compute")
+    assert attr(wait)["error.type"] == "task_cancelled" and wait.status.status_code == StatusCode.ERROR
+    assert one("tasks/cancel", SpanKind.CLIENT).parent is None  # asked outside any wait
+    assert_no_full_id(status.task_id)
+
+
+def test_several_waits_in_one_thread_each_own_their_requests() -> None:
+    """How a loop over many tasks (wait_all) uses the hook: start, `within` per step, end."""
+    harness = Harness("direct")
+    try:
+        client = harness.client(trace=True)
+        first, second = (mt.call_tool(client, "slow_compute", {"label": label}) for label in ("a", "b"))
+        assert isinstance(first, mt.Status) and isinstance(second, mt.Status)
+        traces = [client.channel.tracing.task(first.task_id), client.channel.tracing.task(second.task_id)]
+        for each in traces:
+            each.start()
+        for each, task in ((traces[1], second), (traces[0], first), (traces[1], second)):
+            with each.within():
+                mt.get_task(client, task)
+        for each in traces:
+            each.end()
+    finally:
+        harness.close()
+    waits = named("task slow_compute")
+    by_task = {attr(w)["mcp.task.id"]: span_id(w) for w in waits}
+    gets = named("tasks/get", SpanKind.CLIENT)
+    assert len(gets) == 3
+    assert all(parent_id(get) == by_task[attr(get)["mcp.task.id"]] for get in gets)
