@@ -87,7 +87,7 @@ class Channel:
         self.settings = settings
         self.capabilities = settings.capabilities
         self.dispatcher = Dispatcher(settings.input_handlers, settings.on_notification)
-        self.tracing = tracing_for(settings, transport)  # NO_TRACING unless asked: nothing imported
+        self.tracing = tracing_for(self)  # NO_TRACING unless asked: nothing imported
         self._info = settings.info
         self._envelope = {
             META_PROTOCOL_VERSION: PROTOCOL_VERSION,

@@ -13,9 +13,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from mcp_tasks._options import ClientSettings
+    from mcp_tasks._channel import Channel
     from mcp_tasks._status import Status
-    from mcp_tasks.transports._base import Transport
 
 __all__ = ["NO_TRACING", "TaskTrace", "Tracing", "require_tracing", "tracing_for"]
 
@@ -97,11 +96,11 @@ def require_tracing() -> None:
         ) from exc
 
 
-def tracing_for(settings: ClientSettings, transport: Transport) -> Tracing:
-    """The hook a channel with these settings calls: `NO_TRACING` unless tracing is asked for."""
-    if not settings.tracing:
+def tracing_for(channel: Channel) -> Tracing:
+    """The hook `channel` calls: `NO_TRACING` unless its settings ask for tracing."""
+    if not channel.settings.tracing:
         return NO_TRACING
     require_tracing()
     from mcp_tasks._tracing import ChannelTracing
 
-    return ChannelTracing(settings.tracer_provider, transport)
+    return ChannelTracing(channel)

@@ -32,8 +32,7 @@ from mcp_tasks._version import __version__
 from mcp_tasks._wire import META_PROTOCOL_VERSION
 
 if TYPE_CHECKING:
-    from opentelemetry.trace import TracerProvider
-
+    from mcp_tasks._channel import Channel
     from mcp_tasks._status import Status
     from mcp_tasks.transports._base import Transport
 
@@ -47,8 +46,8 @@ OUTCOME_ERRORS = {TaskState.FAILED: "task_failed", TaskState.CANCELLED: "task_ca
 
 def error_type(exc: BaseException) -> str:
     """``error.type`` of a failed request: the JSON-RPC code as a string, else the class name."""
-    if isinstance(exc, McpError) and not isinstance(exc, TransportError) and isinstance(exc.code, int):
-        return str(exc.code)
+    if type(exc) is McpError:
+        return str(exc.code)  # a JSON-RPC error (TransportError, ProtocolError...: their class names)
     return type(exc).__name__
 
 
@@ -94,10 +93,12 @@ def _created_task(result: Mapping[str, Any]) -> str | None:
 class ChannelTracing(Tracing):
     """The tracer of one traced channel."""
 
-    def __init__(self, provider: TracerProvider | None, transport: Transport) -> None:
+    def __init__(self, channel: Channel) -> None:
+        provider = channel.settings.tracer_provider
         source = provider if provider is not None else trace.get_tracer_provider()
         self.tracer = source.get_tracer(TRACER_NAME, __version__)
-        self.attributes = _transport_attributes(transport)
+        self.channel = channel
+        self.attributes = _transport_attributes(channel.transport)
         self._created: OrderedDict[str, tuple[SpanContext, str]] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -110,8 +111,11 @@ class ChannelTracing(Tracing):
             "mcp.method.name": method,
             "jsonrpc.request.id": str(request_id),
         }
+        agreed = self.channel.agreed
         meta = params.get("_meta")
-        version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, Mapping) else None
+        version = agreed.version if agreed is not None else None
+        if version is None and isinstance(meta, Mapping):
+            version = meta.get(META_PROTOCOL_VERSION)  # the probe that finds the era
         if isinstance(version, str):
             attributes["mcp.protocol.version"] = version
         if isinstance(tool, str):

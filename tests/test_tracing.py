@@ -23,6 +23,7 @@ from mcp_tasks._redact import short_id
 from mcp_tasks.server import Server, ToolError
 from tests.conftest import ROOT, Harness, accept_form, release
 from tests.foreign.http_servers import Conn, ForeignServer, Request, completed, created, result, tool_result
+from tests.foreign.legacy_http_tasks import LegacyHttpTasksServer
 
 EXPORTER = InMemorySpanExporter()
 PROVIDER = TracerProvider()
@@ -188,7 +189,7 @@ def test_a_failed_task_and_a_timed_out_wait_mark_their_spans(traced: Harness) ->
 
 
 def test_error_types_of_requests() -> None:
-    server = Server()
+    server = Server(latency={"tools/list": 60.0})
 
     @server.tool()
     def refuse(ctx: Any) -> dict[str, Any]:
@@ -198,6 +199,10 @@ def test_error_types_of_requests() -> None:
         with pytest.raises(mt.McpError):
             client.request("no/such/method")
         assert client.call_tool("refuse")["isError"] is True
+        with pytest.raises(mt.RequestTimeout):
+            client.list_tools(timeout=0.2)
+    timed_out = one("tools/list", SpanKind.CLIENT)
+    assert attr(timed_out)["error.type"] == "RequestTimeout" and timed_out.status.status_code == StatusCode.ERROR
     missing = one("no/such/method", SpanKind.CLIENT)
     assert attr(missing)["error.type"] == "-32601" and missing.status.status_code == StatusCode.ERROR
     refused = one("tools/call refuse", SpanKind.CLIENT)
@@ -341,3 +346,23 @@ def test_several_waits_in_one_thread_each_own_their_requests() -> None:
     gets = named("tasks/get", SpanKind.CLIENT)
     assert len(gets) == 3
     assert all(parent_id(get) == by_task[attr(get)["mcp.task.id"]] for get in gets)
+
+
+def test_a_legacy_session_is_traced_too() -> None:
+    """A 2025-11-25 foreign server (no envelope in _meta): the context still goes in _meta."""
+    server = LegacyHttpTasksServer()
+    server.start()
+    try:
+        with mt.Client.http(server.url, trace=True) as client:
+            assert mt.call_and_await(client, "quick")["isError"] is False
+    finally:
+        server.close()
+    requests = server.journal.events(lambda e: e["event"] == "request" and e["method"] in ("tools/call", "tasks/get"))
+    assert {e["method"] for e in requests} == {"tools/call", "tasks/get"}
+    spans = {span_id(s): s for s in EXPORTER.get_finished_spans() if s.kind == SpanKind.CLIENT}
+    for event in requests:
+        sent = int(event["params"]["_meta"]["traceparent"].split("-")[2], 16)
+        assert spans[sent].name.startswith(event["method"])
+        assert attr(spans[sent])["mcp.protocol.version"] == "2025-11-25"
+    wait = one("task quick")
+    assert all(parent_id(spans[s]) == span_id(wait) for s in spans if spans[s].name == "tasks/get")
