@@ -8,12 +8,13 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from opentelemetry import trace
-from opentelemetry.sdk.trace import Event, ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import Event, ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
@@ -25,9 +26,29 @@ from tests.conftest import ROOT, Harness, accept_form, release
 from tests.foreign.http_servers import Conn, ForeignServer, Request, completed, created, result, tool_result
 from tests.foreign.legacy_http_tasks import LegacyHttpTasksServer
 
+
+class Ended(SpanProcessor):
+    """Wakes a test when a span ends in another thread (the server's task threads)."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.changed = threading.Condition()
+
+    def on_end(self, span: ReadableSpan) -> None:
+        with self.changed:
+            self.names.append(span.name)
+            self.changed.notify_all()
+
+    def wait_for(self, name: str, timeout: float = 30.0) -> None:
+        with self.changed:
+            assert self.changed.wait_for(lambda: name in self.names, timeout), f"no span {name!r} ended"
+
+
 EXPORTER = InMemorySpanExporter()
+ENDED = Ended()
 PROVIDER = TracerProvider()
 PROVIDER.add_span_processor(SimpleSpanProcessor(EXPORTER))
+PROVIDER.add_span_processor(ENDED)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -40,6 +61,8 @@ def global_provider() -> None:
 @pytest.fixture(autouse=True)
 def spans() -> Iterator[InMemorySpanExporter]:
     EXPORTER.clear()
+    with ENDED.changed:
+        ENDED.names.clear()
     yield EXPORTER
     EXPORTER.clear()
 
@@ -126,6 +149,9 @@ def test_a_wait_is_one_span_parent_of_its_requests_and_the_server_spans_are_chil
         assert parent_id(served) == span_id(call) and trace_id(served) == trace_id(call)
         served_gets = named("tasks/get", SpanKind.SERVER)
         assert {parent_id(s) for s in served_gets} == {span_id(g) for g in gets}
+        ENDED.wait_for("execute_tool slow_compute")  # it ends in the task's thread, after the task did
+        ran = one("execute_tool slow_compute", SpanKind.INTERNAL)  # the tool, in the server's task thread
+        assert parent_id(ran) == span_id(served) and attr(ran)["mcp.task.id"] == short_id(status.task_id)
     assert_no_full_id(status.task_id)
 
 

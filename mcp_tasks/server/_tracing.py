@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 from mcp_tasks._errors import McpError
 from mcp_tasks._redact import redact_text, short_id
 
-__all__ = ["traced_request"]
+__all__ = ["carried", "traced_request"]
 
 T = TypeVar("T")
 TRACER_NAME = "mcp_tasks.server"
@@ -76,3 +76,28 @@ def traced_request(method: str, request_id: object, params: object, handle: Call
             span.set_attribute("error.type", "tool_error")
             span.set_status(trace.StatusCode.ERROR)
         return result
+
+
+def carried(job: Callable[[], None], tool: str, task_id: str) -> Callable[[], None]:
+    """`job` (a task's tool) as it is, or, when it is started inside a traced request, a job that
+    runs in a span of its own (``execute_tool {tool}``, the task's short id) child of that
+    request's span, on whatever thread it runs.
+    """
+    otel = _otel() if _loaded else None  # nothing traced yet: OpenTelemetry was never needed
+    if otel is None:
+        return job
+    _, trace = otel
+    if not trace.get_current_span().get_span_context().is_valid:
+        return job
+    from opentelemetry import context
+
+    parent = context.get_current()
+    attributes = {"mcp.task.id": short_id(task_id), "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool}
+
+    def traced_job() -> None:
+        tracer = trace.get_tracer(TRACER_NAME)
+        kind = trace.SpanKind.INTERNAL
+        with tracer.start_as_current_span(f"execute_tool {tool}", context=parent, kind=kind, attributes=attributes):
+            job()
+
+    return traced_job
