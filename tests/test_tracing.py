@@ -392,3 +392,15 @@ def test_a_legacy_session_is_traced_too() -> None:
         assert attr(spans[sent])["mcp.protocol.version"] == "2025-11-25"
     wait = one("task quick")
     assert all(parent_id(spans[s]) == span_id(wait) for s in spans if spans[s].name == "tasks/get")
+
+
+def test_a_listening_wait_sends_its_context_on_the_listen_request() -> None:
+    harness = Harness("direct")
+    try:
+        client = harness.client(trace=True)
+        mt.call_and_await(client, "slow_compute", listen=True)
+    finally:
+        harness.close()
+    ENDED.wait_for("subscriptions/listen")
+    wait = one("task slow_compute")
+    assert parent_id(one("subscriptions/listen", SpanKind.SERVER)) == span_id(wait)
