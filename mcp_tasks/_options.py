@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import Any, Protocol, TypedDict
 
 import attrs
 
@@ -14,9 +14,6 @@ from mcp_tasks._clock import check_timeout
 from mcp_tasks._input import InputHandlers
 from mcp_tasks._retry import Retry
 from mcp_tasks._version import __version__
-
-if TYPE_CHECKING:
-    from opentelemetry.trace import TracerProvider
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -68,6 +65,15 @@ DEFAULT_MAX_INPUT_ROUNDS = 10
 
 OnNotification = Callable[[str, dict[str, Any]], object]
 """Called with (method, params) for each server notification, on the transport's thread."""
+
+
+class TracerProvider(Protocol):
+    """What `tracer_provider` takes: an OpenTelemetry ``TracerProvider`` (typed here without
+    importing OpenTelemetry, which only a traced client needs).
+    """
+
+    def get_tracer(self, instrumenting_module_name: str, instrumenting_library_version: str | None = None) -> object:
+        """A tracer for this library (OpenTelemetry's `TracerProvider.get_tracer`)."""
 
 
 class ClientOptions(TypedDict, total=False):

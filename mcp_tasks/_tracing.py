@@ -17,7 +17,7 @@ from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
@@ -95,7 +95,7 @@ class ChannelTracing(Tracing):
 
     def __init__(self, channel: Channel) -> None:
         provider = channel.settings.tracer_provider
-        source = provider if provider is not None else trace.get_tracer_provider()
+        source = trace.get_tracer_provider() if provider is None else cast(trace.TracerProvider, provider)
         self.tracer = source.get_tracer(TRACER_NAME, __version__)
         self.channel = channel
         self.attributes = _transport_attributes(channel.transport)
