@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, TypedDict
+from typing import Any, Protocol, TypedDict
 
 import attrs
 
@@ -68,6 +68,15 @@ OnNotification = Callable[[str, dict[str, Any]], object]
 """Called with (method, params) for each server notification, on the transport's thread."""
 
 
+class TracerProvider(Protocol):
+    """What `tracer_provider` takes: an OpenTelemetry ``TracerProvider`` (typed here without
+    importing OpenTelemetry, which only a traced client needs).
+    """
+
+    def get_tracer(self, instrumenting_module_name: str, instrumenting_library_version: str | None = None) -> object:
+        """A tracer for this library (OpenTelemetry's `TracerProvider.get_tracer`)."""
+
+
 class ClientOptions(TypedDict, total=False):
     """The options of every client factory (`Client.direct`, `stdio`, `http`, `connect`).
 
@@ -80,6 +89,8 @@ class ClientOptions(TypedDict, total=False):
     - `protocol`: ``"auto"`` (detect the era) or one revision to pin.
     - `on_notification`: called with (method, params) for every server notification.
     - `store`: a `TaskStore` that records every task the client creates and every status it reads.
+    - `trace`: True makes OpenTelemetry spans of requests and task waits, with the global tracer
+      provider (needs ``mcp_tasks[otel]``); `tracer_provider`: trace with this provider instead.
     """
 
     client_capabilities: Mapping[str, Any] | None
@@ -91,6 +102,8 @@ class ClientOptions(TypedDict, total=False):
     protocol: str
     on_notification: OnNotification | None
     store: TaskStore | None
+    trace: bool
+    tracer_provider: TracerProvider | None
 
 
 def _mapping(name: str, value: object) -> dict[str, Any] | None:
@@ -141,6 +154,18 @@ def _retry(value: object) -> Retry:
     return Retry.of(value)  # type: ignore[arg-type]
 
 
+def _trace(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"trace must be True or False, got {value!r}")
+    return value
+
+
+def _provider(value: object) -> Any:
+    if value is not None and not callable(getattr(value, "get_tracer", None)):
+        raise TypeError(f"tracer_provider must be an OpenTelemetry TracerProvider or None, got {type(value).__name__}")
+    return value
+
+
 @attrs.frozen
 class ClientSettings:
     """`ClientOptions` checked: each field converted and validated once, at construction."""
@@ -154,6 +179,14 @@ class ClientSettings:
     protocol: str = attrs.field(default="auto", converter=check_protocol)
     on_notification: OnNotification | None = attrs.field(default=None, converter=_callback)
     store: TaskStore | None = attrs.field(default=None, converter=_store)
+    trace: bool = attrs.field(default=False, converter=_trace)
+    tracer_provider: TracerProvider | None = attrs.field(default=None, converter=_provider)
+
+    def __attrs_post_init__(self) -> None:
+        if self.tracing:
+            from mcp_tasks._trace_hook import require_tracing
+
+            require_tracing()  # no OpenTelemetry: fail here, before a transport starts anything
 
     @classmethod
     def of(cls, options: Mapping[str, Any]) -> ClientSettings:
@@ -162,6 +195,11 @@ class ClientSettings:
         if unknown:
             raise TypeError(f"got an unexpected keyword argument {unknown[0]!r} (not a client option)")
         return cls(**options)
+
+    @property
+    def tracing(self) -> bool:
+        """Whether requests and waits are traced (`trace` or a `tracer_provider` given)."""
+        return self.trace or self.tracer_provider is not None
 
     @property
     def info(self) -> dict[str, Any]:

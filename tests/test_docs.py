@@ -38,6 +38,7 @@ PRINTS = {
     "## Resuming by id": ["{'n': 7}"],
     "## Use it from Flask": ["{'hello': 'Ada'}"],
     "## Use it in Jupyter": ["{'loss': 0.1}"],
+    "## Tracing": ["tools/call export (SERVER)\ntools/call export (CLIENT)", "task export (INTERNAL)"],
 }
 
 

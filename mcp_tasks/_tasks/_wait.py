@@ -36,6 +36,7 @@ from mcp_tasks._tasks._options import CANCEL_BUDGET, WaitOptions, WaitSettings
 from mcp_tasks._tasks._protocol import TaskProtocol, decode, protocol_of
 from mcp_tasks._tasks._record import Recorder, store_of
 from mcp_tasks._tasks._side import side_of
+from mcp_tasks._trace_hook import NO_TASK_TRACE, TaskTrace
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -62,8 +63,16 @@ def _fingerprint(status: Status) -> tuple[Any, ...]:
 class _Wait:
     """The state of one wait."""
 
-    def __init__(self, client: Client, task_id: str, given: Status | None, settings: WaitSettings) -> None:
+    def __init__(
+        self,
+        client: Client,
+        task_id: str,
+        given: Status | None,
+        settings: WaitSettings,
+        trace: TaskTrace = NO_TASK_TRACE,
+    ) -> None:
         self.client = client
+        self.trace = trace  # the task's span (client.channel.tracing.task), when the client traces
         self.task_id = task_id
         self.settings = settings
         self.deadline = Deadline(settings.timeout)
@@ -125,6 +134,7 @@ class _Wait:
         if response is None:
             return self._stop(status, message, "The client's wait returned without answering")
         self.just_answered = True
+        self.trace.input_round(1)
         return {"jsonrpc": "2.0", "id": message.get("id"), "result": response}
 
     def _stop(self, why: Status | Exception, message: dict[str, Any], text: str) -> dict[str, Any]:
@@ -292,6 +302,7 @@ class _Wait:
             if responses and self.recorder.send(responses, lambda: self._update(responses)):
                 self.answered.update(responses)
                 self.just_answered = True
+                self.trace.input_round(len(responses))
             self.input_declined = any(key not in responses for key in pending)
             return None
         if status.terminal:
@@ -307,6 +318,7 @@ class _Wait:
             self.seen = fingerprint
             self.recorder.read(status)
             log.debug("task %s is %s", short_id(self.task_id), status.wire_status)
+            self.trace.status(status)
             if self.settings.on_status is not None:
                 self.settings.on_status(status)
 
@@ -421,11 +433,18 @@ def call_and_await(
 
 
 def _run(client: Client, task: str | Status, settings: WaitSettings) -> Status:
+    with client.channel.tracing.task(task_id_of(task)) as trace:  # the wait's span, when the client traces
+        final = _waited(client, task, settings, trace)
+        trace.finish(final)
+        return final
+
+
+def _waited(client: Client, task: str | Status, settings: WaitSettings, trace: TaskTrace) -> Status:
     task_id = task_id_of(task)
     given = task if isinstance(task, Status) else None
     wait: _Wait | None = None
     try:
-        wait = _Wait(client, task_id, given, settings)
+        wait = _Wait(client, task_id, given, settings, trace)
         return wait.run(given)
     except TaskTimeout as timed_out:
         if settings.cancel_on_timeout:

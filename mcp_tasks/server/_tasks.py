@@ -19,6 +19,7 @@ from mcp_tasks._redact import short_id
 from mcp_tasks._threads import join_all, start_thread
 from mcp_tasks._wire import dumps
 from mcp_tasks.server._tools import Cancelled, Tool, ToolContext, ToolError, error_result, to_call_result
+from mcp_tasks.server._tracing import carried
 
 __all__ = ["TaskRecord", "TaskRuntime"]
 
@@ -245,9 +246,8 @@ class TaskRuntime:
             self._tasks[record.task_id] = record
             record.created = record.creation()  # as it stands before its tool starts
             context = ToolContext(cancelled=record.cancel_event, task=record, principal=principal, meta=meta)
-            self._workers[record] = start_thread(
-                f"server-task-{next(self._numbers)}", lambda: self._run(record, tool, context, arguments)
-            )
+            job = carried(lambda: self._run(record, tool, context, arguments), tool.name, record.task_id)
+            self._workers[record] = start_thread(f"server-task-{next(self._numbers)}", job)
         return record
 
     def lookup(self, task_id: object, principal: str | None) -> TaskRecord:
