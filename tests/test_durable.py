@@ -7,8 +7,10 @@ Real processes: tests/test_durable_processes.py.
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -16,7 +18,7 @@ from typing import Any
 import pytest
 
 import mcp_tasks as mt
-from mcp_tasks._store import new_holder
+from mcp_tasks._store import new_holder, store_deadline
 from tests.conftest import ROOT, STDIO_SERVER, Harness, accept_form, release
 from tests.foreign.modern_http_tasks import ModernHttpTasksServer
 from tests.memory_store import MemoryTaskStore
@@ -267,3 +269,46 @@ def test_contract_helpers_are_importable() -> None:
     from tests.test_store import contract_tests
 
     assert len(contract_tests()) == 6
+
+
+# -- a busy store and the wait's deadline ----------------------------------------------------------
+
+
+def _lock(store: mt.SqliteTaskStore) -> sqlite3.Connection:
+    other = sqlite3.connect(str(store.path), isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    return other
+
+
+def test_a_busy_store_gives_up_at_the_callers_deadline(tmp_path: Path) -> None:
+    store = mt.SqliteTaskStore(tmp_path / "tasks.sqlite3", busy_timeout=20)
+    other = _lock(store)
+    try:
+        started = time.monotonic()
+        with store_deadline(time.monotonic() + 0.3), pytest.raises(mt.StoreError) as raised:
+            store.acquire("t-1", new_holder(), 15)
+        assert time.monotonic() - started < 10  # the demand: not the store's 20 s
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert str(store.path) in str(raised.value) and "deadline" in str(raised.value)
+
+
+def test_a_wait_on_a_busy_store_ends_at_its_deadline(
+    foreign: ModernHttpTasksServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = mt.SqliteTaskStore(tmp_path / "tasks.sqlite3", busy_timeout=20)
+    with mt.Client.http(foreign.url, store=store) as client:
+        task = mt.call_tool(client, "hold")
+        assert isinstance(task, mt.Status)
+        other = _lock(store)
+        try:
+            started = time.monotonic()
+            with caplog.at_level("WARNING", logger="mcp_tasks"), pytest.raises(mt.TaskTimeout):
+                mt.wait_task(client, task, timeout=1, poll_interval=0.05)
+            assert time.monotonic() - started < 10  # the wait's 1 s, not the store's 20 s
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+    said = [record.getMessage() for record in caplog.records]
+    assert any(str(store.path) in text and "deadline" in text for text in said)

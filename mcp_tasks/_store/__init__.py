@@ -3,6 +3,7 @@ and `SqliteTaskStore`, the store that ships. The store knows nothing of clients 
 tasks code records into it.
 """
 
+from mcp_tasks._store._bound import store_bound, store_deadline
 from mcp_tasks._store._holder import holder_gone, new_holder
 from mcp_tasks._store._protocol import LEASE_TTL, STORE_METHODS, TaskStore
 from mcp_tasks._store._ref import NewerRecord, TaskRef
@@ -19,4 +20,6 @@ __all__ = [
     "default_store_path",
     "holder_gone",
     "new_holder",
+    "store_bound",
+    "store_deadline",
 ]

@@ -9,13 +9,14 @@ import logging
 import shlex
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
+from mcp_tasks._clock import Deadline
 from mcp_tasks._errors import McpError, TransportError
 from mcp_tasks._options import UNSET
 from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status
-from mcp_tasks._store import LEASE_TTL, StoreError, TaskRef, TaskStore, new_holder
+from mcp_tasks._store import LEASE_TTL, StoreError, TaskRef, TaskStore, new_holder, store_deadline
 
 if TYPE_CHECKING:
     from mcp_tasks._channel import Channel
@@ -70,16 +71,35 @@ def record_status(status: Status, store: TaskStore | None) -> None:
         _kept("its status", status.task_id, lambda: store.update(status.task_id, status))
 
 
-class Recorder:
-    """One wait's dealings with the store: statuses, the ledger, the lease (see the module)."""
+P = ParamSpec("P")
+R = TypeVar("R")
 
-    def __init__(self, store: TaskStore | None, task_id: str) -> None:
+
+def _within_deadline(method: Callable[Concatenate[Recorder, P], R]) -> Callable[Concatenate[Recorder, P], R]:
+    """The store calls `method` makes give up on a busy store when the wait's deadline passes."""
+
+    def bounded(recorder: Recorder, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with store_deadline(recorder.deadline.at):
+            return method(recorder, *args, **kwargs)
+
+    bounded.__doc__ = method.__doc__
+    return bounded
+
+
+class Recorder:
+    """One wait's dealings with the store: statuses, the ledger, the lease (see the module). Its
+    store calls end with the wait's `deadline`: a store kept busy by others does not outlast it.
+    """
+
+    def __init__(self, store: TaskStore | None, task_id: str, deadline: Deadline | None = None) -> None:
         self.store = store
         self.task_id = task_id
+        self.deadline = deadline or Deadline.never()
         self.holder = new_holder()
         self.holding = False
         self.renewed = 0.0
 
+    @_within_deadline
     def read(self, status: Status) -> None:
         """A status the wait saw change. A finished task needs no answer any more: what the
         ledger holds for it is acknowledged.
@@ -94,6 +114,7 @@ class Recorder:
         if left:
             self.store.acknowledge(self.task_id, list(left))
 
+    @_within_deadline
     def may_answer(self) -> bool:
         """Whether this wait may answer input: it held the task's lease before the status it
         answers was read (renewed when a third of its time has passed). A lease just taken says
@@ -115,6 +136,7 @@ class Recorder:
             log.debug("task %s is leased by another wait: reading only", short_id(self.task_id))
         return False
 
+    @_within_deadline
     def replay(self, pending: Mapping[str, Any]) -> dict[str, Any]:
         """The answers an earlier wait wrote for `pending` requests and never saw acknowledged:
         to be sent again verbatim. Answers to requests no longer pending are acknowledged.
@@ -130,6 +152,7 @@ class Recorder:
             log.info("task %s: sending again %d answer(s) never acknowledged", short_id(self.task_id), len(again))
         return again
 
+    @_within_deadline
     def send(self, responses: Mapping[str, Any], update: Callable[[], object]) -> bool:
         """Send `responses` with `update`, written to the ledger first and acknowledged after.
         False (nothing sent) when the lease lapsed meanwhile (a person took long to answer) and

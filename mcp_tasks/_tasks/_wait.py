@@ -81,7 +81,7 @@ class _Wait:
         self.mark = 0  # the board's count for the task before the last read
         self.protocol: TaskProtocol = self._bounded(lambda step: protocol_of(client.channel, step))
         self.meta = self.protocol.meta()  # merged once for every request of the wait
-        self.recorder = Recorder(store_of(client, settings.store), task_id)  # a store's ledger and lease
+        self.recorder = Recorder(store_of(client, settings.store), task_id, self.deadline)  # a store's ledger and lease
 
     # -- entry --------------------------------------------------------------------------------
 
