@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import mcp_tasks as mt
-from mcp_tasks._store import NewerRecord, holder_gone, new_holder
+from mcp_tasks._store import NewerRecord, hold, holder_gone, let_go, new_holder
 from tests.conftest import ROOT
 from tests.memory_store import MemoryTaskStore
 
@@ -299,3 +299,55 @@ def contract_tests() -> list[Callable[[mt.TaskStore], None]]:
         test_a_lease_of_a_process_that_is_gone_is_free_at_once,
         test_many_threads_share_a_store,
     ]
+
+
+# -- the lease renewer -----------------------------------------------------------------------------
+
+
+def renewers() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "mcp_tasks-lease-renewer"]
+
+
+class Renewals(MemoryTaskStore):
+    """A memory store that signals each renewal."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.renewed = threading.Semaphore(0)
+
+    def renew(self, task_id: str, holder: str, ttl: float) -> bool:
+        kept = super().renew(task_id, holder, ttl)
+        self.renewed.release()
+        return kept
+
+
+def test_one_renewer_per_store_keeps_leases_until_the_last_is_let_go() -> None:
+    store = Renewals()
+    holders = [new_holder(), new_holder()]
+    leases = []
+    for n, holder in enumerate(holders):
+        assert store.acquire(f"t-{n}", holder, 1.0)
+        leases.append(hold(store, f"t-{n}", holder, 1.0))
+    assert len(renewers()) == 1  # one thread for the store, not one per lease
+    for _ in range(6):  # about three rounds of both, a third of the ttl apart: a whole ttl
+        assert store.renewed.acquire(timeout=30)
+    assert not store.acquire("t-0", new_holder(), 1.0) and not store.acquire("t-1", new_holder(), 1.0)
+    let_go(leases[0])
+    assert len(renewers()) == 1 and not leases[1].lost
+    let_go(leases[1])
+    assert renewers() == []  # joined with the last lease
+
+
+def test_a_lease_another_holder_took_is_marked_lost() -> None:
+    store = Renewals()
+    holder, other = new_holder(), new_holder()
+    assert store.acquire(TASK, holder, 1.0)
+    lease = hold(store, TASK, holder, 1.0)
+    try:
+        store.release(TASK, holder)  # as if it lapsed while the machine slept
+        assert store.acquire(TASK, other, 600)
+        while not lease.lost:
+            assert store.renewed.acquire(timeout=30)
+    finally:
+        let_go(lease)
+    assert renewers() == []

@@ -16,7 +16,7 @@ from mcp_tasks._errors import McpError, TransportError
 from mcp_tasks._options import UNSET
 from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status
-from mcp_tasks._store import LEASE_TTL, StoreError, TaskRef, TaskStore, new_holder, store_deadline
+from mcp_tasks._store import LEASE_TTL, Lease, StoreError, TaskRef, TaskStore, hold, let_go, new_holder, store_deadline
 
 if TYPE_CHECKING:
     from mcp_tasks._channel import Channel
@@ -96,8 +96,7 @@ class Recorder:
         self.task_id = task_id
         self.deadline = deadline or Deadline.never()
         self.holder = new_holder()
-        self.holding = False
-        self.renewed = 0.0
+        self.lease: Lease | None = None
 
     @_within_deadline
     def read(self, status: Status) -> None:
@@ -114,27 +113,34 @@ class Recorder:
         if left:
             self.store.acknowledge(self.task_id, list(left))
 
+    @property
+    def holding(self) -> bool:
+        """Whether this wait holds its task's lease (as far as the last renewal knows)."""
+        return self.lease is not None and not self.lease.lost
+
     @_within_deadline
     def may_answer(self) -> bool:
         """Whether this wait may answer input: it held the task's lease before the status it
-        answers was read (renewed when a third of its time has passed). A lease just taken says
-        no once: a wait that held it may have answered meanwhile, so read again first. Without a
+        answers was read (renewed in the background while it waits). A lease just taken says no
+        once: a wait that held it may have answered meanwhile, so read again first. Without a
         store there is no one to share the task with.
         """
         if self.store is None:
             return True
-        now = time.monotonic()
-        if self.holding and now - self.renewed < LEASE_TTL / 3:
-            return True
-        if self.holding and self.store.renew(self.task_id, self.holder, LEASE_TTL):
-            self.renewed = now
-            return True
-        self.holding = self.store.acquire(self.task_id, self.holder, LEASE_TTL)
         if self.holding:
-            self.renewed = now  # just taken: answer a status read under the lease, not this one
+            return True
+        self._drop()
+        if self.store.acquire(self.task_id, self.holder, LEASE_TTL):
+            self.lease = hold(self.store, self.task_id, self.holder, LEASE_TTL)  # answer what is read next
         else:
             log.debug("task %s is leased by another wait: reading only", short_id(self.task_id))
         return False
+
+    def _drop(self) -> None:
+        """Stop renewing a lease this wait no longer has (or is about to free)."""
+        if self.lease is not None:
+            let_go(self.lease)
+            self.lease = None
 
     @_within_deadline
     def replay(self, pending: Mapping[str, Any]) -> dict[str, Any]:
@@ -161,11 +167,12 @@ class Recorder:
         if self.store is None:
             update()
             return True
-        renewed = self.store.renew(self.task_id, self.holder, LEASE_TTL)
-        if not renewed and not self.store.acquire(self.task_id, self.holder, LEASE_TTL):
-            self.holding = False  # it lapsed while the handler ran, and another wait took it
-            return False
-        self.renewed = time.monotonic()
+        kept = self.holding and self.store.renew(self.task_id, self.holder, LEASE_TTL)
+        if not kept:  # it lapsed (a machine asleep, a store unreachable for its ttl)
+            self._drop()
+            if not self.store.acquire(self.task_id, self.holder, LEASE_TTL):
+                return False  # and another wait took it: that one answers now
+            self.lease = hold(self.store, self.task_id, self.holder, LEASE_TTL)
         self.store.write_answers(self.task_id, responses)
         try:
             update()
@@ -179,7 +186,7 @@ class Recorder:
 
     def close(self) -> None:
         """The wait is over: free its lease."""
-        if self.store is not None and self.holding:
-            self.holding = False
+        if self.store is not None and self.lease is not None:
+            self._drop()
             store = self.store
             _kept("the end of its lease", self.task_id, lambda: store.release(self.task_id, self.holder))
