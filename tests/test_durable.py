@@ -312,3 +312,16 @@ def test_a_wait_on_a_busy_store_ends_at_its_deadline(
             other.close()
     said = [record.getMessage() for record in caplog.records]
     assert any(str(store.path) in text and "deadline" in text for text in said)
+
+
+def test_a_wait_with_input_return_on_a_task_leased_elsewhere_returns_the_status(
+    foreign: ModernHttpTasksServer,
+) -> None:
+    store = Spy()
+    with mt.Client.http(foreign.url, store=store) as client:
+        task = mt.call_tool(client, "ask")
+        assert isinstance(task, mt.Status)
+        assert store.acquire(task.task_id, new_holder(), 600)  # another wait, answering it
+        status = mt.wait_task(client, task, input="return", timeout=10, poll_interval=0.01)
+    assert status.status is mt.TaskState.INPUT_REQUIRED and list(status.input_requests) == ["q"]
+    assert store.refused.is_set() and foreign.updates == []

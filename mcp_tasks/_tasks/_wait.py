@@ -36,6 +36,7 @@ from mcp_tasks._tasks._options import CANCEL_BUDGET, WaitOptions, WaitSettings
 from mcp_tasks._tasks._protocol import TaskProtocol, decode, protocol_of
 from mcp_tasks._tasks._record import Recorder, store_of
 from mcp_tasks._tasks._side import side_of
+from mcp_tasks._tasks._strategies import ReturnStrategy
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -281,6 +282,8 @@ class _Wait:
             if not pending:
                 return None  # the server has not caught up with what this wait sent
             if not self.recorder.may_answer():  # leased elsewhere (read only), or just taken (read again)
+                if not self.recorder.holding and isinstance(self.settings.input, ReturnStrategy):
+                    return status  # the caller asked for input_required back, whoever answers it
                 self.input_declined = True
                 self.just_answered = self.recorder.holding
                 return None
