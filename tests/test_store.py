@@ -351,3 +351,48 @@ def test_a_lease_another_holder_took_is_marked_lost() -> None:
     finally:
         let_go(lease)
     assert renewers() == []
+
+
+# -- whether a holder's process is gone, on Windows ------------------------------------------------
+
+
+class FakeKernel32:
+    """Windows' OpenProcess, GetExitCodeProcess and CloseHandle for one process state."""
+
+    def __init__(self, *, error: int = 0, exit_code: int | None = None) -> None:
+        self.error = error  # OpenProcess fails with it when there is no exit code
+        self.exit_code = exit_code
+        self.closed: list[int] = []
+
+    def OpenProcess(self, access: int, inherit: bool, pid: int) -> int:
+        assert access == 0x1000 and not inherit
+        return 0 if self.exit_code is None else 42
+
+    def GetExitCodeProcess(self, handle: int, code: Any) -> int:
+        code._obj.value = self.exit_code
+        return 1
+
+    def CloseHandle(self, handle: int) -> int:
+        self.closed.append(handle)
+        return 1
+
+
+@pytest.mark.parametrize(
+    ("kernel32", "gone"),
+    [
+        (FakeKernel32(error=87), True),  # no process has the pid
+        (FakeKernel32(error=5), False),  # access denied: it exists, another user's
+        (FakeKernel32(exit_code=0), True),  # exited; a handle someone holds keeps it known
+        (FakeKernel32(exit_code=259), False),  # STILL_ACTIVE
+    ],
+)
+def test_on_windows_a_holder_process_is_asked_of_windows(
+    monkeypatch: pytest.MonkeyPatch, kernel32: FakeKernel32, gone: bool
+) -> None:
+    import mcp_tasks._store._holder as holder_module
+
+    monkeypatch.setattr(sys, "platform", "win32")
+    monkeypatch.setattr(holder_module, "_kernel32", lambda: (kernel32, lambda: kernel32.error))
+    living = f"{holder_module.machine_id()}/{os.getppid()}/abc"  # a process POSIX knows alive
+    assert holder_gone(living) is gone
+    assert kernel32.closed == ([] if kernel32.exit_code is None else [42])
