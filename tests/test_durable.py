@@ -325,3 +325,31 @@ def test_a_wait_with_input_return_on_a_task_leased_elsewhere_returns_the_status(
         status = mt.wait_task(client, task, input="return", timeout=10, poll_interval=0.01)
     assert status.status is mt.TaskState.INPUT_REQUIRED and list(status.input_requests) == ["q"]
     assert store.refused.is_set() and foreign.updates == []
+
+
+# -- what the README's "Resuming" promises, against a foreign server ----------------------------------
+
+
+def test_resume_opens_a_client_with_the_callers_auth_and_headers(foreign: ModernHttpTasksServer) -> None:
+    store = MemoryTaskStore()
+    with mt.Client.http(foreign.url, store=store) as client:
+        task = mt.call_tool(client, "ask")
+    assert isinstance(task, mt.Status)
+    store.write_answers(task.task_id, {"q": ANSWER})  # as if a process died before sending it
+    mark = foreign.journal.mark()
+    (ref,) = store.unfinished()
+    result = mt.resume(ref, store=store, auth=("ada", "secret"), headers={"X-Team": "blue"}, timeout=30)
+    assert result["structuredContent"] == {"q": ANSWER} and store.unfinished() == []
+    sent = [event["headers"] for event in foreign.journal.events(lambda e: e["event"] == "http", after=mark)]
+    assert sent and all(h.get("x-team") == "blue" and h.get("authorization", "").startswith("Basic ") for h in sent)
+
+
+def test_store_as_a_wait_option_keeps_the_ledger(foreign: ModernHttpTasksServer) -> None:
+    store = MemoryTaskStore()
+    with mt.Client.http(foreign.url) as client:  # a client without a store
+        task = mt.call_tool(client, "ask")
+        assert isinstance(task, mt.Status)
+        store.write_answers(task.task_id, {"q": ANSWER})
+        status = mt.wait_task(client, task, store=store, input="return", timeout=30)
+    assert status.status is mt.TaskState.COMPLETED and foreign.updates == [(task.task_id, {"q": ANSWER})]
+    assert store.unacknowledged(task.task_id) == {}
