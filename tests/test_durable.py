@@ -353,3 +353,24 @@ def test_store_as_a_wait_option_keeps_the_ledger(foreign: ModernHttpTasksServer)
         status = mt.wait_task(client, task, store=store, input="return", timeout=30)
     assert status.status is mt.TaskState.COMPLETED and foreign.updates == [(task.task_id, {"q": ANSWER})]
     assert store.unacknowledged(task.task_id) == {}
+
+
+def test_a_task_created_on_a_busy_store_is_returned_at_the_calls_deadline(
+    foreign: ModernHttpTasksServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = mt.SqliteTaskStore(tmp_path / "tasks.sqlite3", busy_timeout=20)
+    with mt.Client.http(foreign.url, store=store) as client:
+        other = _lock(store)
+        try:
+            started = time.monotonic()
+            with caplog.at_level("WARNING", logger="mcp_tasks"):
+                task = mt.call_tool(client, "hold", timeout=2)
+                assert isinstance(task, mt.Status)  # the caller has its task
+                status = mt.get_task(client, task, timeout=1)
+            assert time.monotonic() - started < 10  # the calls' 3 s, not the store's 2 x 20 s
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+    assert status.task_id == task.task_id
+    said = [record.getMessage() for record in caplog.records]
+    assert sum(str(store.path) in text and "deadline" in text for text in said) == 2

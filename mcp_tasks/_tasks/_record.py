@@ -58,17 +58,21 @@ def _kept(what: str, task_id: str, work: Callable[[], object]) -> None:
         log.warning("task %s: could not record %s: %s", short_id(task_id), what, exc)
 
 
-def record_created(client: Client, status: Status, tool: str, store: TaskStore | None) -> None:
-    """Keep a task the client just created."""
+def record_created(
+    client: Client, status: Status, tool: str, store: TaskStore | None, deadline: Deadline | None = None
+) -> None:
+    """Keep a task the client just created (a busy store is retried until the call's `deadline`)."""
     if store is not None:
         ref = TaskRef(endpoint_of(client.channel), status.task_id, status.era, tool, time.time(), status)
-        _kept("its creation", status.task_id, lambda: store.record(ref))
+        with store_deadline(deadline.at if deadline is not None else None):
+            _kept("its creation", status.task_id, lambda: store.record(ref))
 
 
-def record_status(status: Status, store: TaskStore | None) -> None:
-    """Make `status` its task's last status in the store."""
+def record_status(status: Status, store: TaskStore | None, deadline: Deadline | None = None) -> None:
+    """Make `status` its task's last status in the store (until the call's `deadline`, if busy)."""
     if store is not None:
-        _kept("its status", status.task_id, lambda: store.update(status.task_id, status))
+        with store_deadline(deadline.at if deadline is not None else None):
+            _kept("its status", status.task_id, lambda: store.update(status.task_id, status))
 
 
 P = ParamSpec("P")
