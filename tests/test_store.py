@@ -396,3 +396,38 @@ def test_on_windows_a_holder_process_is_asked_of_windows(
     living = f"{holder_module.machine_id()}/{os.getppid()}/abc"  # a process POSIX knows alive
     assert holder_gone(living) is gone
     assert kernel32.closed == ([] if kernel32.exit_code is None else [42])
+
+
+FORKED = """
+import os, sys, time
+import mcp_tasks as mt
+from mcp_tasks._store import hold, let_go, new_holder
+
+store = mt.SqliteTaskStore(sys.argv[1])
+holder = new_holder()
+store.acquire("parent", holder, 60)
+lease = hold(store, "parent", holder, 60)  # a renewer thread in the parent
+pid = os.fork()
+if pid == 0:  # the child holds a lease of its own: a thread of the child's must renew it
+    child = new_holder()
+    store.acquire("child", child, 0.6)
+    mine = hold(store, "child", child, 0.6)
+    first, give_up = mine.renewed, time.monotonic() + 30
+    while mine.renewed == first and time.monotonic() < give_up:
+        time.sleep(0.01)  # polling for the renewal
+    renewed = mine.renewed != first
+    let_go(mine)
+    os._exit(0 if renewed else 3)
+_, status = os.waitpid(pid, 0)
+let_go(lease)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX fork")
+def test_a_forked_child_renews_its_leases_with_a_thread_of_its_own(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", FORKED, str(tmp_path / "tasks.sqlite3")], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, (done.returncode, done.stderr)

@@ -6,7 +6,9 @@ joined when the last one is let go.
 
 from __future__ import annotations
 
+import contextvars
 import logging
+import os
 import threading
 import time
 
@@ -44,6 +46,9 @@ class _Renewer:
         self.thread = threading.Thread(target=self._run, name="mcp_tasks-lease-renewer", daemon=True)
 
     def _run(self) -> None:
+        contextvars.Context().run(self._loop)  # no store bound of the thread that started it
+
+    def _loop(self) -> None:
         while True:
             with self.wake:
                 due = self._due()
@@ -81,6 +86,17 @@ class _Renewer:
 
 _renewers: dict[int, _Renewer] = {}
 _lock = threading.Lock()
+
+
+def _forked() -> None:
+    """A forked child has none of its parent's threads: its leases need renewers of its own."""
+    global _lock
+    _renewers.clear()
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
 
 
 def hold(store: TaskStore, task_id: str, holder: str, ttl: float) -> Lease:
