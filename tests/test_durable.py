@@ -374,3 +374,28 @@ def test_a_task_created_on_a_busy_store_is_returned_at_the_calls_deadline(
     assert status.task_id == task.task_id
     said = [record.getMessage() for record in caplog.records]
     assert sum(str(store.path) in text and "deadline" in text for text in said) == 2
+
+
+def test_a_wait_whose_store_turns_busy_ends_at_its_deadline_lease_and_all(
+    foreign: ModernHttpTasksServer, tmp_path: Path
+) -> None:
+    store = mt.SqliteTaskStore(tmp_path / "tasks.sqlite3", busy_timeout=20)
+    locks: list[sqlite3.Connection] = []
+
+    def form(params: dict[str, Any]) -> dict[str, Any]:
+        locks.append(_lock(store))  # while the person answers, another process locks the store
+        return ANSWER
+
+    try:
+        with mt.Client.http(foreign.url, store=store, input_handlers=mt.InputHandlers(form=form)) as client:
+            task = mt.call_tool(client, "ask")
+            assert isinstance(task, mt.Status)
+            started = time.monotonic()
+            with pytest.raises(mt.StoreError, match="deadline") as raised:
+                mt.wait_task(client, task, timeout=2, poll_interval=0.01)
+            assert time.monotonic() - started < 10  # its 2 s; not 20 s more to free its lease
+    finally:
+        for lock in locks:
+            lock.execute("ROLLBACK")
+            lock.close()
+    assert str(store.path) in str(raised.value) and foreign.updates == []  # written first: nothing sent

@@ -20,6 +20,9 @@ __all__ = ["Lease", "hold", "let_go"]
 
 log = logging.getLogger("mcp_tasks")
 
+RENEW_PATIENCE = 1.0
+"""Seconds one renewal waits for a busy store before it is tried again."""
+
 
 class Lease:
     """A lease a wait holds on a task: renewed in the background until `let_go`; `lost` once a
@@ -71,11 +74,13 @@ class _Renewer:
     def _renew(self, lease: Lease) -> None:
         started = time.monotonic()
         try:
-            with store_deadline(lease.renewed + lease.ttl):  # no use once it has lapsed
+            # No use once it has lapsed; and a busy store is tried again soon rather than waited
+            # for long, so that letting the last lease go (joining this thread) is quick.
+            with store_deadline(min(lease.renewed + lease.ttl, started + RENEW_PATIENCE)):
                 kept = self.store.renew(lease.task_id, lease.holder, lease.ttl)
         except Exception as exc:  # try again soon; the lease lapses if this goes on for its ttl
             log.warning("task %s: could not renew its lease: %s", short_id(lease.task_id), exc)
-            lease.renewed = max(lease.renewed, started - lease.ttl / 3 + min(lease.ttl / 6, 1.0))
+            lease.renewed = max(lease.renewed, started - lease.ttl / 3 + min(lease.ttl / 6, RENEW_PATIENCE))
             return
         if kept:
             lease.renewed = started

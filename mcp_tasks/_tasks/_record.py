@@ -188,8 +188,11 @@ class Recorder:
         self.store.acknowledge(self.task_id, list(responses))
         return True
 
+    @_within_deadline
     def close(self) -> None:
-        """The wait is over: free its lease."""
+        """The wait is over: free its lease (one try once its deadline has passed: a lease left
+        behind frees itself when this process ends or its ttl passes).
+        """
         if self.store is not None and self.lease is not None:
             self._drop()
             store = self.store
