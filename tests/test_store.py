@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import mcp_tasks as mt
-from mcp_tasks._store import NewerRecord, holder_gone, new_holder
+from mcp_tasks._store import NewerRecord, hold, holder_gone, let_go, new_holder
 from tests.conftest import ROOT
 from tests.memory_store import MemoryTaskStore
 
@@ -299,3 +299,135 @@ def contract_tests() -> list[Callable[[mt.TaskStore], None]]:
         test_a_lease_of_a_process_that_is_gone_is_free_at_once,
         test_many_threads_share_a_store,
     ]
+
+
+# -- the lease renewer -----------------------------------------------------------------------------
+
+
+def renewers() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "mcp_tasks-lease-renewer"]
+
+
+class Renewals(MemoryTaskStore):
+    """A memory store that signals each renewal."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.renewed = threading.Semaphore(0)
+
+    def renew(self, task_id: str, holder: str, ttl: float) -> bool:
+        kept = super().renew(task_id, holder, ttl)
+        self.renewed.release()
+        return kept
+
+
+def test_one_renewer_per_store_keeps_leases_until_the_last_is_let_go() -> None:
+    store = Renewals()
+    holders = [new_holder(), new_holder()]
+    leases = []
+    for n, holder in enumerate(holders):
+        assert store.acquire(f"t-{n}", holder, 1.0)
+        leases.append(hold(store, f"t-{n}", holder, 1.0))
+    assert len(renewers()) == 1  # one thread for the store, not one per lease
+    for _ in range(6):  # about three rounds of both, a third of the ttl apart: a whole ttl
+        assert store.renewed.acquire(timeout=30)
+    assert not store.acquire("t-0", new_holder(), 1.0) and not store.acquire("t-1", new_holder(), 1.0)
+    let_go(leases[0])
+    assert len(renewers()) == 1 and not leases[1].lost
+    let_go(leases[1])
+    assert renewers() == []  # joined with the last lease
+
+
+def test_a_lease_another_holder_took_is_marked_lost() -> None:
+    store = Renewals()
+    holder, other = new_holder(), new_holder()
+    assert store.acquire(TASK, holder, 1.0)
+    lease = hold(store, TASK, holder, 1.0)
+    try:
+        store.release(TASK, holder)  # as if it lapsed while the machine slept
+        assert store.acquire(TASK, other, 600)
+        while not lease.lost:
+            assert store.renewed.acquire(timeout=30)
+    finally:
+        let_go(lease)
+    assert renewers() == []
+
+
+# -- whether a holder's process is gone, on Windows ------------------------------------------------
+
+
+class FakeKernel32:
+    """Windows' OpenProcess, GetExitCodeProcess and CloseHandle for one process state."""
+
+    def __init__(self, *, error: int = 0, exit_code: int | None = None) -> None:
+        self.error = error  # OpenProcess fails with it when there is no exit code
+        self.exit_code = exit_code
+        self.closed: list[int] = []
+
+    def OpenProcess(self, access: int, inherit: bool, pid: int) -> int:
+        assert access == 0x1000 and not inherit
+        return 0 if self.exit_code is None else 42
+
+    def GetExitCodeProcess(self, handle: int, code: Any) -> int:
+        code._obj.value = self.exit_code
+        return 1
+
+    def CloseHandle(self, handle: int) -> int:
+        self.closed.append(handle)
+        return 1
+
+
+@pytest.mark.parametrize(
+    ("kernel32", "gone"),
+    [
+        (FakeKernel32(error=87), True),  # no process has the pid
+        (FakeKernel32(error=5), False),  # access denied: it exists, another user's
+        (FakeKernel32(exit_code=0), True),  # exited; a handle someone holds keeps it known
+        (FakeKernel32(exit_code=259), False),  # STILL_ACTIVE
+    ],
+)
+def test_on_windows_a_holder_process_is_asked_of_windows(
+    monkeypatch: pytest.MonkeyPatch, kernel32: FakeKernel32, gone: bool
+) -> None:
+    import mcp_tasks._store._holder as holder_module
+
+    monkeypatch.setattr(sys, "platform", "win32")
+    monkeypatch.setattr(holder_module, "_kernel32", lambda: (kernel32, lambda: kernel32.error))
+    living = f"{holder_module.machine_id()}/{os.getppid()}/abc"  # a process POSIX knows alive
+    assert holder_gone(living) is gone
+    assert kernel32.closed == ([] if kernel32.exit_code is None else [42])
+
+
+FORKED = """
+import os, sys, time
+import mcp_tasks as mt
+from mcp_tasks._store import hold, let_go, new_holder
+
+store = mt.SqliteTaskStore(sys.argv[1])
+holder = new_holder()
+store.acquire("parent", holder, 60)
+lease = hold(store, "parent", holder, 60)  # a renewer thread in the parent
+pid = os.fork()
+if pid == 0:  # the child holds a lease of its own: a thread of the child's must renew it
+    child = new_holder()
+    store.acquire("child", child, 0.6)
+    mine = hold(store, "child", child, 0.6)
+    first, give_up = mine.renewed, time.monotonic() + 30
+    while mine.renewed == first and time.monotonic() < give_up:
+        time.sleep(0.01)  # polling for the renewal
+    renewed = mine.renewed != first
+    let_go(mine)
+    os._exit(0 if renewed else 3)
+_, status = os.waitpid(pid, 0)
+let_go(lease)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX fork")
+def test_a_forked_child_renews_its_leases_with_a_thread_of_its_own(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", FORKED, str(tmp_path / "tasks.sqlite3")], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, (done.returncode, done.stderr)

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status
+from mcp_tasks._store._bound import store_bound
 from mcp_tasks._store._holder import holder_gone
 from mcp_tasks._store._ref import TaskRef
 
@@ -151,9 +152,14 @@ class SqliteTaskStore:
 
     def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """`work` in a connection of its own; a busy or locked database is retried until
-        `busy_timeout` has passed, any other failure raised as a `StoreError` naming the file.
+        `busy_timeout` has passed, or the caller's bound (`store_deadline`: a wait's deadline) if
+        that comes first; any other failure raised as a `StoreError` naming the file.
         """
         deadline = time.monotonic() + self.busy_timeout
+        bound = store_bound()
+        bounded = False
+        if bound is not None and bound < deadline:
+            deadline, bounded = bound, True
         pause = 0.005
         while True:
             try:
@@ -166,13 +172,15 @@ class SqliteTaskStore:
                     time.sleep(min(pause * (1 + random.random()), max(deadline - time.monotonic(), 0)))
                     pause = min(pause * 2, 0.2)
                     continue
-                raise self._error(exc) from exc
+                raise self._error(exc, bounded) from exc
             except ValueError as exc:  # a record that does not decode (NewerRecord included)
                 raise StoreError(f"the task store {self.path} has a record it cannot read: {exc}") from exc
 
-    def _error(self, exc: sqlite3.Error) -> StoreError:
+    def _error(self, exc: sqlite3.Error, bounded: bool = False) -> StoreError:
         text = str(exc)
-        if _busy(exc):
+        if _busy(exc) and bounded:
+            why = f"it stayed busy (locked by another connection) until the caller's deadline ({text})"
+        elif _busy(exc):
             why = f"it stayed busy for {self.busy_timeout:g} s ({text})"
         elif "readonly" in text or "read-only" in text or "unable to open" in text:
             why = f"it cannot be written ({text}): check its permissions and the disk"

@@ -88,7 +88,7 @@ def call_tool(
     protocol, deadline = _start(client, timeout)
     called = protocol.create(name, arguments, deadline, meta)
     if isinstance(called, Status):
-        record_created(client, called, name, store_of(client))
+        record_created(client, called, name, store_of(client), deadline)
     return called
 
 
@@ -104,7 +104,7 @@ def get_task(
     check_meta(meta)
     protocol, deadline = _start(client, timeout)
     status = protocol.read(task_id, deadline, protocol.meta(meta))
-    record_status(status, store_of(client))
+    record_status(status, store_of(client), deadline)
     return status
 
 

@@ -36,6 +36,7 @@ from mcp_tasks._tasks._options import CANCEL_BUDGET, WaitOptions, WaitSettings
 from mcp_tasks._tasks._protocol import TaskProtocol, decode, protocol_of
 from mcp_tasks._tasks._record import Recorder, store_of
 from mcp_tasks._tasks._side import side_of
+from mcp_tasks._tasks._strategies import ReturnStrategy
 from mcp_tasks._trace_hook import NO_TASK_TRACE, TaskTrace
 
 if TYPE_CHECKING:
@@ -90,7 +91,7 @@ class _Wait:
         self.mark = 0  # the board's count for the task before the last read
         self.protocol: TaskProtocol = self._bounded(lambda step: protocol_of(client.channel, step))
         self.meta = self.protocol.meta()  # merged once for every request of the wait
-        self.recorder = Recorder(store_of(client, settings.store), task_id)  # a store's ledger and lease
+        self.recorder = Recorder(store_of(client, settings.store), task_id, self.deadline)  # a store's ledger and lease
 
     # -- entry --------------------------------------------------------------------------------
 
@@ -291,6 +292,8 @@ class _Wait:
             if not pending:
                 return None  # the server has not caught up with what this wait sent
             if not self.recorder.may_answer():  # leased elsewhere (read only), or just taken (read again)
+                if not self.recorder.holding and isinstance(self.settings.input, ReturnStrategy):
+                    return status  # the caller asked for input_required back, whoever answers it
                 self.input_declined = True
                 self.just_answered = self.recorder.holding
                 return None
