@@ -366,6 +366,10 @@ def resume_answer(
         log.debug("resuming the answer to #%s after event %s", request_id, mark.last_id)
         try:
             response = open_get(sent)
+        except RequestTimeout as exc:
+            raise RequestTimeout(deadline.timeout or 0.0) from exc
+        except McpError:
+            raise  # the transport's own verdict: a cut, a connection refused
         except Exception as exc:
             raise TransportError(f"could not resume the SSE answer: {exc!r}", cause=exc) from exc
         try:
