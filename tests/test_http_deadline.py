@@ -25,6 +25,7 @@ from mcp_tasks._clock import Deadline
 from mcp_tasks.transports.http import HttpTransport
 from tests.conftest import mcp_threads
 from tests.foreign.hostile_http import SESSION, VERSION, ForeignServer, LegacyHostile, Trickler, never_accepting
+from tests.foreign.http_servers import Conn, Request
 
 LIMIT = 1.6  # seconds for a 1 s call; the old behaviour took 9.7 s (trickled headers)
 
@@ -77,11 +78,17 @@ def test_trickled_headers_cannot_stretch_a_call(path: str, trickler: tuple[Trick
     assert 1.0 <= took < LIMIT
 
 
-def test_an_auth_objects_resend_is_within_the_call(trickler: tuple[Trickler, ForeignServer]) -> None:
-    """A 401 answered by re-sending (a response hook, as HTTPDigestAuth does): the re-sent
-    request's trickled answer is cut at the same deadline."""
-    _, server = trickler
+def test_an_auth_objects_resend_is_within_the_call() -> None:
+    """A 401 answered by re-sending from a response hook (as HTTPDigestAuth does): the re-sent
+    request's trickled answer is cut at the call's deadline."""
+    trickler = Trickler()
     resent = threading.Event()
+
+    def handler(request: Request, conn: Conn) -> None:
+        if "authorization" not in request.headers:
+            conn.json({"error": "who?"}, "401 Unauthorized", [("WWW-Authenticate", 'Bearer realm="t"')])
+        else:
+            trickler(request, conn)
 
     class Resending(AuthBase):
         def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
@@ -89,11 +96,22 @@ def test_an_auth_objects_resend_is_within_the_call(trickler: tuple[Trickler, For
             return request
 
         def again(self, response: requests.Response, **kwargs: Any) -> requests.Response:
+            if response.status_code != 401:
+                return response
+            response.content  # noqa: B018 - read the 401 so its connection can be reused
+            retry = response.request.copy()
+            retry.headers["Authorization"] = "Bearer t"
             resent.set()
-            return response
+            again: requests.Response = response.connection.send(retry, **kwargs)
+            return again
 
-    with mt.Client.http(server.url, retries=0, protocol="2026-07-28", auth=Resending()) as client:
-        took = timed(lambda: client.call_tool("slow", timeout=1.0))
+    with ForeignServer(handler) as server:
+        try:
+            with mt.Client.http(server.url, retries=0, protocol="2026-07-28", auth=Resending()) as client:
+                took = timed(lambda: client.call_tool("slow", timeout=1.0))
+        finally:
+            trickler.stop.set()
+    assert resent.is_set()
     assert took < LIMIT
 
 
