@@ -175,7 +175,7 @@ class Response:
                 if conn is not None:
                     conn.close()
         except Exception as exc:  # the socket may be half shut already
-            log.debug("closing a response from %s: %r", self.where, exc)
+            log.debug("closing a response from %s: %s", self.where, describe(exc))
         finally:
             self.raw.release_conn()
 

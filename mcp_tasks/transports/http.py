@@ -529,6 +529,10 @@ class HttpTransport(Transport):
         """
         if self._closed:
             raise TransportError("the client is closed")
+        if self._legacy.refuses(message.get("method")):
+            # The server expired the session earlier (maybe on a notification, or the answer to
+            # one of its requests): the caller's expiry path sets a new one up.
+            raise SessionExpired()
         watch = current()
         assert watch is not None, "an HTTP exchange runs under a watch"
         body = dump_json(message)
@@ -547,7 +551,7 @@ class HttpTransport(Transport):
         self._legacy.learn(message.get("method"), response.status, response.headers)
         if self._legacy.expired(headers, response.status):
             response.finish()
-            self._legacy.end()
+            self._legacy.expire()
             raise SessionExpired()
         try:
             check_status(response, deadline, self.max_message)

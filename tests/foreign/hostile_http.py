@@ -92,3 +92,64 @@ def never_accepting() -> Iterator[str]:
 
 
 __all__ = ["SESSION", "VERSION", "ForeignServer", "LegacyHostile", "Trickler", "never_accepting"]
+
+
+class ExpiringSession:
+    """A 2025-era server whose sessions expire: ``initialize`` gives ``s-1``, ``s-2``…; a tools/call
+    named ``expire`` asks the client a ``ping`` on its SSE answer and expires the session as soon
+    as it has answered, so the client's posted answer gets 404; a message with an expired session
+    id gets 404, one without a session id 400 (as real servers do). No GET stream (405).
+    `answers` counts the client's posted answers.
+    """
+
+    def __init__(self) -> None:
+        self.sessions = 0
+        self.live: str | None = None
+        self.answers: list[tuple[str | None, int]] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, request: Request, conn: Conn) -> None:
+        session = request.headers.get("mcp-session-id")
+        if request.method == "GET":
+            conn.empty("405 Method Not Allowed")
+            return
+        if request.method == "DELETE":
+            conn.empty("200 OK")
+            return
+        if request.rpc_method == "initialize":
+            with self.lock:
+                self.sessions += 1
+                self.live = f"s-{self.sessions}"
+            answer = result(request, {"protocolVersion": VERSION, "capabilities": {}, "serverInfo": _info()})
+            conn.json(answer, headers=[("Mcp-Session-Id", self.live)])
+            return
+        if session is None:
+            conn.json(
+                {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "no session"}}, "400 Bad Request"
+            )
+            return
+        if session != self.live:
+            conn.json({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "gone"}}, "404 Not Found")
+            if isinstance(request.json, dict) and "result" in request.json:
+                with self.lock:
+                    self.answers.append((session, 404))
+            return
+        if isinstance(request.json, dict) and ("result" in request.json or "error" in request.json):
+            with self.lock:
+                self.answers.append((session, 202))
+            conn.empty()
+            return
+        if request.id is None:
+            conn.empty()
+            return
+        name = request.params.get("name")
+        if request.rpc_method == "tools/call" and name == "expire":
+            conn.sse_head()
+            conn.event({"jsonrpc": "2.0", "id": "srv-1", "method": "ping"})
+            with self.lock:
+                self.live = None  # expired: the answer to the ping gets 404
+            conn.event(result(request, {"content": [{"type": "text", "text": "expired"}]}))
+            conn.sse_end()
+            return
+        text = f"ok on {session}"
+        conn.json(result(request, {"content": [{"type": "text", "text": text}], "tools": []}))
