@@ -7,46 +7,62 @@ name, the uri, or ``params.taskId`` on tasks/get, tasks/update and tasks/cancel)
 the client for tools whose arguments are annotated ``x-mcp-header``. `HttpTransport._headers` is
 the one place headers are built, `HttpTransport._send` the one place a POST goes out.
 
-**Bodies.** This transport reads every body itself, from the response's socket, so that the
-call's one deadline bounds the whole read (each receive gets only the time left, so a body
-trickled a byte at a time cannot stretch a call), a size cap holds (`max_message`, 16 MiB by
-default), and the connection goes back to the pool only when the body was read to its end.
-Requests keep the session's ``Accept-Encoding`` (requests asks for ``gzip, deflate``): answers
-can be large task results, worth compressing off loopback, and gzip and deflate bodies are
-decoded here, incrementally and under the same cap (so a compression bomb is refused). A listen
-stream asks for ``identity``: a compressing server or proxy buffers its output, which would hold
-notifications back, and the stream carries small messages anyway; one that compresses regardless
-is still decoded.
+**The layout.** This module is the Streamable HTTP semantics (headers, the paths a message takes,
+sessions, what to do with each answer); `transports._answers` reads what an answer says (a JSON
+body, SSE messages, a listen stream); `transports._body` reads a body under the deadline;
+`transports._failures` classifies failures for the retry policy; `transports._watchdog` keeps the
+deadline; `transports._plumbing` holds every use of a private name of requests, urllib3 or
+http.client; `transports._session` the 2025-era session.
 
-**Connections.** A body read to its end (a JSON answer, a 202, an SSE answer whose stream the
-server closes after the response) leaves its connection in the pool. After an SSE answer the rest
-of the stream is drained for at most `DRAIN_WAIT` seconds; a server that keeps the stream open
-longer costs a new connection, never time. A session made here has a pool that does not block
-and keeps up to `AUTO_POOL_SIZE` idle connections, so every thread sharing the client gets one
-and hands it back (no "pool is full" discards); it never holds more than the peak number of
-concurrent requests. urllib3 never retries on its own here: failures go to the client's one
-`Retry` policy, marked retryable (a refused or reset connection, a dropped keep-alive connection,
-HTTP 429, 502, 503, 504 with ``Retry-After``) and `sent=False` only when the connection could not
-be made.
+**One deadline, every byte.** Each exchange (a POST and its answer, with every re-send an auth
+object makes; a resumption GET; the session's GET stream; the DELETE at close) runs under a
+`Watch`: the sockets it uses are attached to it as they are made or reused, and the transport's
+one watchdog thread shuts them down when the deadline passes (or `close` cuts them), whatever a
+server trickles: connect, TLS, status line, headers, body. The margin is the watchdog's wake-up
+latency (a few ms on an idle machine). A message sent through a user's session whose own mounted
+adapter serves the URL is watched from its answer's body on (its headers only by socket timeouts).
+
+**Bodies.** This transport reads every body itself (`transports._body`), under the watch, with a
+size cap (`max_message`, 16 MiB by default). Requests keep the session's ``Accept-Encoding``
+(requests asks for ``gzip, deflate``): answers can be large task results, worth compressing off
+loopback, and gzip and deflate bodies are decoded here, incrementally and under the same cap (so a
+compression bomb is refused). A listen stream asks for ``identity``: a compressing server or proxy
+buffers its output, which would hold notifications back, and the stream carries small messages
+anyway; one that compresses regardless is still decoded.
+
+**Connections.** A connection goes back to the pool only after its answer was read to a clean end
+(a JSON answer, a 202, an SSE answer whose stream the server closes after the response) and the
+watch never cut it; anything else closes it, so no request, whichever thread sends it, reads an
+old answer's bytes. After an SSE answer the rest of the stream is drained for at most
+`DRAIN_WAIT` seconds; a server that keeps the stream open longer costs a new connection, never
+time. The pool is this transport's own adapter's (a user's session keeps its adapters for what
+else it does, and cannot evict it); it does not block and keeps up to `AUTO_POOL_SIZE` idle
+connections, so every thread sharing the client gets one and hands it back. urllib3 never
+retries on its own here: failures go to the client's one `Retry` policy, marked retryable (a
+refused or reset connection, a dropped keep-alive connection, HTTP 429, 502, 503, 504 with
+``Retry-After``) and `sent=False` only when the connection could not be made.
 
 **Speed, and the user's session.** With a plain `requests.Session` (no auth, no response hooks,
-no cookies, the stock adapter, no proxy for the URL), a message goes straight to the adapter's
-urllib3 pool, with the session's headers, verify and cert as they were when the client was made.
-Otherwise it goes through `Session.request`, so auth objects (and their 401 response hooks, as
-`requests.auth.HTTPDigestAuth` uses), hooks, cookies, proxies, verify, cert and mounted adapters
-act exactly as they do for any requests call; redirects are not followed on either path. A 401 or
-403 that no auth object resolved is an `McpError` of kind ``authorization`` naming the URL and the
-server's ``WWW-Authenticate`` challenge.
+no cookies, the stock adapter, no proxy for the URL), a message goes straight to our pool, with
+the session's headers, verify and cert as they were when the client was made. Otherwise it goes
+through `Session.request` (`HttpTransport._post_through_session`, the one place), so auth objects
+(and their 401 response hooks, as `requests.auth.HTTPDigestAuth` uses), hooks, cookies, proxies,
+verify and cert act exactly as they do for any requests call; a stock adapter the user's session
+has for the URL is swapped for ours in a view of the session, one the user mounted is used as it
+is. Redirects are not followed on either path. A 401 or 403 that no auth object resolved is an
+`McpError` of kind ``authorization`` naming the URL and the server's ``WWW-Authenticate``.
 
 **Abandoned requests** (see `Transport.request`): the answer's connection is closed, and the
 server is sent ``notifications/cancelled`` when the request may be running there: once it went
-straight to the server's connection pool, or, through `Session.request`, once the server accepted
+straight to a connection to the server, or, through `Session.request`, once the server accepted
 it (a failure before that may be an auth object's own, and a cancellation must never start an
 authorization flow). `close` fails the requests still waiting.
 
 **A 2025-era session** (after ``initialize``, see `transports._session`): requests carry the
 session's ``Mcp-Session-Id`` and ``MCP-Protocol-Version`` and none of the 2026-07-28 headers; a 404
-to a request that carried the session id is `SessionExpired`; the session's GET stream brings the
+to any message that carried the session id is `SessionExpired`, and from then on every message but
+``initialize`` is refused with it (the client's expiry path sets a new session up, whoever's
+message met the 404); the session's GET stream (its own watch, cut by `close`) brings the
 server's own messages; an SSE answer that ends before its response is resumed with
 ``Last-Event-ID``, and a response the server sends on the GET stream instead answers the request
 still waiting for it; the first request of a session waits (`GET_STREAM_WAIT` at most) for the GET
@@ -65,7 +81,7 @@ import itertools
 import logging
 import threading
 import urllib.parse
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
 import requests
@@ -81,15 +97,15 @@ from mcp_tasks._wire import (
     META_PROTOCOL_VERSION,
     PROTOCOL_VERSION,
     encode_header_value,
-    loads,
     malformed,
     mcp_name,
     valid_id,
 )
 from mcp_tasks._wire import dumps as dump_json
+from mcp_tasks.transports._answers import HttpStream, SingleMessage, json_answer, messages
 from mcp_tasks.transports._base import Message, RequestId, Sent, Stream, Transport, request_ids
 from mcp_tasks.transports._body import Response
-from mcp_tasks.transports._failures import check_status, excerpt, failure, rpc_error, shown
+from mcp_tasks.transports._failures import check_status, failure, rpc_error, shown
 from mcp_tasks.transports._plumbing import WatchedAdapter
 from mcp_tasks.transports._session import (
     Awaited,
@@ -99,7 +115,7 @@ from mcp_tasks.transports._session import (
     StreamMark,
     resume_answer,
 )
-from mcp_tasks.transports._sse import MAX_EVENT, SseDecoder
+from mcp_tasks.transports._sse import MAX_EVENT
 from mcp_tasks.transports._watchdog import Watch, Watchdog, current, watching
 
 __all__ = ["AUTO_POOL_SIZE", "DRAIN_WAIT", "HttpStream", "HttpTransport"]
@@ -275,7 +291,7 @@ class HttpTransport(Transport):
                 raise malformed(f"The server answered the request {message.get('method')} with 202 and no body")
             if response.event_stream:
                 return self._answer_from_stream(response, awaited, deadline)
-            return _json_answer(response, response.read_all(deadline, self.max_message), message["id"])
+            return json_answer(response, response.read_all(deadline, self.max_message), message["id"])
         finally:
             awaited.reading(None)
             response.finish()
@@ -326,10 +342,10 @@ class HttpTransport(Transport):
                 response = self._send(message, deadline, listen=True, sent=sent)
                 if not response.event_stream:
                     try:
-                        single = _json_answer(response, response.read_all(deadline, self.max_message), message["id"])
+                        single = json_answer(response, response.read_all(deadline, self.max_message), message["id"])
                     finally:
                         response.finish()
-                    return _SingleMessage(single)
+                    return SingleMessage(single)
         except BaseException:
             watch.close()
             raise
@@ -619,7 +635,7 @@ class HttpTransport(Transport):
     def _answer_from_stream(self, response: Response, awaited: Awaited, deadline: Deadline) -> Message:
         request_id: RequestId = awaited.request_id
         mark = StreamMark()
-        for message in _messages(response, deadline, self.max_message, mark):
+        for message in messages(response, deadline, self.max_message, mark):
             if "method" in message:
                 # The server's own request (answered in a POST of its own) or a notification.
                 self._take_pushed(message, request_id)
@@ -641,136 +657,6 @@ class HttpTransport(Transport):
                 lambda message: self._take_pushed(message, request_id),
             )
         raise TransportError(f"the SSE answer from {self._where} ended without a response", retryable=True)
-
-
-class HttpStream(Stream):
-    """A listen stream: the SSE response to one ``subscriptions/listen`` POST.
-
-    `read` blocks, with no timeout, until a message or the end: silence and keep-alive comments
-    are not an end, a connection that breaks is an error. `close` (from any thread) shuts the
-    socket down, which wakes a blocked reader at once.
-    """
-
-    def __init__(self, response: Response, on_close: Any = None, *, max_message: int = MAX_EVENT) -> None:
-        self._response = response
-        self._decoder = SseDecoder(max_line=max_message + 64, max_event=max_message)
-        self._ready: list[Message] = []
-        self._ended = False
-        self._closed = threading.Event()
-        self._reading = False
-        self._lock = threading.Lock()
-        self._on_close = on_close
-
-    def read(self) -> Message | None:
-        """See `Stream.read`."""
-        with self._lock:
-            if self._closed.is_set() or self._reading:
-                return None
-            self._reading = True
-        try:
-            while not self._ready:
-                if self._ended or self._closed.is_set():
-                    return None
-                try:
-                    chunk = self._response.chunk(None)
-                except McpError as exc:
-                    self._ended = True
-                    if self._closed.is_set():
-                        return None
-                    raise TransportError(f"the listen stream broke: {exc.message}", cause=exc) from exc
-                if not chunk:
-                    self._ended = True
-                    return None
-                try:
-                    events = self._decoder.feed(chunk)
-                except McpError:
-                    self._ended = True
-                    raise
-                for event in events:
-                    message = _event_message(event.event, event.data)
-                    if message is not None:
-                        self._ready.append(message)
-            return self._ready.pop(0)
-        finally:
-            with self._lock:
-                self._reading = False
-                done = self._ended or self._closed.is_set()
-            if done:
-                self._response.finish()
-
-    def close(self) -> None:
-        """See `Stream.close`."""
-        with self._lock:
-            if self._closed.is_set():
-                return
-            self._closed.set()
-            reading = self._reading
-        self._response.shutdown()
-        if not reading:
-            self._response.finish()
-        if self._on_close is not None:
-            self._on_close(self)
-
-
-class _SingleMessage(Stream):
-    """A listen request answered with one JSON message (an error) instead of a stream."""
-
-    def __init__(self, message: Message) -> None:
-        self._message: Message | None = message
-
-    def read(self) -> Message | None:
-        """See `Stream.read`."""
-        message, self._message = self._message, None
-        return message
-
-    def close(self) -> None:
-        self._message = None
-
-
-# -- responses ---------------------------------------------------------------------------------
-
-
-def _json_answer(response: Response, body: bytes, request_id: object) -> Message:
-    """The JSON-RPC response in a body; it must answer `request_id` (an error may say null)."""
-    try:
-        message = loads(body) if body else None
-    except (ValueError, RecursionError):
-        message = None
-    if not isinstance(message, dict) or not ("result" in message or "error" in message):
-        raise malformed(f"The server answered HTTP {response.status} without a JSON-RPC message", excerpt(body))
-    answered = message.get("id")
-    if answered != request_id and "error" not in message:
-        # An error answers the POST it came back on whatever its id (null when the server could
-        # not read the request; the official Python SDK says "server-error").
-        raise malformed("The server's answer is for another request", answered)
-    return message
-
-
-def _messages(response: Response, deadline: Deadline, cap: int, mark: StreamMark | None = None) -> Iterator[Message]:
-    """The JSON-RPC messages of an SSE answer, within the deadline (`mark` notes how far it got)."""
-    decoder = SseDecoder(max_line=cap + 64, max_event=cap)
-    while chunk := response.chunk(deadline):
-        for event in decoder.feed(chunk):
-            if mark is not None:
-                mark.see(event)
-            message = _event_message(event.event, event.data)
-            if message is not None:
-                yield message
-
-
-def _event_message(event: str, data: str) -> Message | None:
-    """The JSON-RPC message an SSE event carries; None for other event types and for events
-    without data (a 2025-11-25 server's priming event: an ``id:`` and empty ``data:``).
-    """
-    if event != "message" or not data.strip():
-        return None
-    try:
-        message = loads(data)
-    except (ValueError, RecursionError) as exc:
-        raise malformed("The server sent an SSE event that is not JSON", excerpt(data)) from exc
-    if not isinstance(message, dict):
-        raise malformed("The server sent an SSE event that is not a JSON object", excerpt(data))
-    return message
 
 
 _CANONICAL = {name.lower(): name for name in ("Accept-Encoding", "MCP-Protocol-Version", "Mcp-Method", "Mcp-Name")}
