@@ -15,6 +15,7 @@ import http.client
 import logging
 import socket
 import zlib
+from collections.abc import Callable
 from typing import Any, Final
 
 from mcp_tasks._clock import Deadline
@@ -35,25 +36,42 @@ _INFLATE_STEP: Final = 4 * 1024 * 1024
 class Response:
     """One HTTP response whose body this transport reads itself, from the socket, under `watch`."""
 
-    def __init__(self, raw: Any, where: str, watch: Watch) -> None:
-        self.raw = raw
+    def __init__(self, fp: http.client.HTTPResponse, where: str, watch: Watch, release: Callable[[bool], None]) -> None:
         self.where = where
         self.watch = watch
-        self.status: int = raw.status
-        self.reason: str = raw.reason or ""
-        self.headers: Any = raw.headers
-        self.event_stream = _media_type(raw.headers.get("Content-Type", "")) == "text/event-stream"
-        self._fp = http_response(raw)  # read with read1 (what one receive brings)
+        self.status: int = fp.status
+        self.reason: str = fp.reason or ""
+        self.headers: Any = fp.headers
+        self.event_stream = _media_type(fp.headers.get("Content-Type", "")) == "text/event-stream"
+        self._fp = fp  # read with read1 (what one receive brings)
+        self._release = release  # True: the connection may be kept; False: it must be closed
         sock = watch.sock
         if sock is None:  # a connection a user's own adapter made: watch its socket from here on
-            sock = socket_of(self._fp)
+            sock = socket_of(fp)
             watch.attach(sock)
         self.sock: socket.socket | None = sock
-        self._inflate = _decompressor(raw.headers.get("Content-Encoding", ""), where)
+        self._inflate = _decompressor(fp.headers.get("Content-Encoding", ""), where)
         self.ended = False  # no more reads: the body's end, or a failure (then `_broken` too)
         self._broken = False
         self._finished = False
         self._body: bytes | None = None
+
+    @classmethod
+    def of(cls, raw: Any, where: str, watch: Watch) -> Response:
+        """The response under a urllib3 response (`Session.request`, a GET, a DELETE)."""
+        fp = http_response(raw)
+
+        def release(keep: bool) -> None:
+            try:
+                if not keep:
+                    raw.close()
+                    conn = getattr(raw, "connection", None)  # urllib3 keeps it for release_conn
+                    if conn is not None:
+                        conn.close()
+            finally:
+                raw.release_conn()
+
+        return cls(fp, where, watch, release)
 
     def chunk(self, deadline: Deadline | None, *, keep_timeout: bool = False) -> bytes:
         """The next decoded bytes of the body, b"" at its end. Without a deadline a read may
@@ -167,17 +185,10 @@ class Response:
         cut = self.watch.detach(self.sock)  # from here on the watch never touches this socket
         keep = self.ended and not self._broken and not cut and not fp.will_close
         try:
-            if keep:
-                fp.close()  # a body read to its length is not "closed" for http.client until now
-            else:
-                self.raw.close()
-                conn = getattr(self.raw, "connection", None)  # urllib3 keeps it for release_conn
-                if conn is not None:
-                    conn.close()
+            fp.close()  # its reader only: the connection's socket stays for the next request
+            self._release(keep)
         except Exception as exc:  # the socket may be half shut already
             log.debug("closing a response from %s: %s", self.where, describe(exc))
-        finally:
-            self.raw.release_conn()
 
 
 def _timeout(deadline: Deadline | None) -> float:

@@ -88,7 +88,7 @@ import requests
 import urllib3
 from requests.adapters import HTTPAdapter
 from requests.auth import AuthBase
-from requests.cookies import extract_cookies_to_jar
+from requests.cookies import MockRequest
 from requests.utils import select_proxy
 
 from mcp_tasks._clock import Deadline, wait_sliced
@@ -105,6 +105,7 @@ from mcp_tasks._wire import dumps as dump_json
 from mcp_tasks.transports._answers import HttpStream, SingleMessage, json_answer, messages
 from mcp_tasks.transports._base import Message, RequestId, Sent, Stream, Transport, request_ids
 from mcp_tasks.transports._body import Response
+from mcp_tasks.transports._direct import DirectPool
 from mcp_tasks.transports._failures import check_status, failure, rpc_error, shown
 from mcp_tasks.transports._plumbing import WatchedAdapter
 from mcp_tasks.transports._session import (
@@ -189,6 +190,7 @@ class HttpTransport(Transport):
         merged = requests.structures.CaseInsensitiveDict(template.headers)
         merged.update(fixed)
         merged.pop("Cookie", None)
+        merged.pop("Content-Length", None)  # each body's own is set as it is sent
         self._plain_headers = _canonical(dict(merged.items()))
         self._auth: Any = auth
         self._verify, self._cert = verify, cert
@@ -197,7 +199,7 @@ class HttpTransport(Transport):
         self._prefix = urllib.parse.urlunsplit((parts.scheme, parts.netloc, "/", "", ""))
         self._stock = self._own_session or type(session.get_adapter(self.url)) is HTTPAdapter
         self._snapshot = (session.verify, session.cert, dict(session.proxies))
-        self._pool = self._direct_pool(template, settings)
+        self._pool = self._direct_pool(settings, pool_size)
         self._cookie_lock = threading.Lock()
         self._streams: set[HttpStream] = set()
         self._lock = threading.Lock()
@@ -211,20 +213,23 @@ class HttpTransport(Transport):
         self._watchdog = Watchdog(str(id(self))[-6:])
         self._get_watch: Watch | None = None
 
-    def _direct_pool(self, template: requests.PreparedRequest, settings: Any) -> Any:
-        """Our adapter's connection pool for this URL, when messages may go straight to it (the
-        session is a plain `requests.Session` whose adapter for the URL is the stock one).
+    def _direct_pool(self, settings: Any, pool_size: int | None) -> DirectPool | None:
+        """Kept connections for the plain path, when messages may skip requests (the session is a
+        plain `requests.Session` whose adapter for the URL is the stock one, and no proxy).
         """
         if not self._stock or type(self._session) is not requests.Session:
             return None
         if select_proxy(self.url, settings["proxies"]):
             return None
-        adapter = self._adapter
-        pool = adapter.get_connection_with_tls_context(
-            template, settings["verify"], proxies=settings["proxies"], cert=settings["cert"]
+        parts = urllib.parse.urlsplit(self.url)
+        return DirectPool(
+            parts.scheme,
+            parts.hostname or "",
+            parts.port,
+            verify=settings["verify"],
+            cert=settings["cert"],
+            max_idle=pool_size or AUTO_POOL_SIZE,
         )
-        adapter.cert_verify(pool, self.url, settings["verify"], settings["cert"])  # type: ignore[no-untyped-call]
-        return pool
 
     def _via(self) -> requests.Session:
         """The session a message goes through when it takes `Session.request`: ours, or a user's
@@ -405,6 +410,8 @@ class HttpTransport(Transport):
             _stop_get(get_stream, get_watch)
         self._end_session()
         self._watchdog.close()
+        if self._pool is not None:
+            self._pool.close()
         if self._own_session:
             self._session.close()
         else:
@@ -455,7 +462,7 @@ class HttpTransport(Transport):
                 )
         except (requests.RequestException, urllib3.exceptions.HTTPError, http.client.HTTPException, OSError) as exc:
             raise failure(exc, Deadline(None), self._where, watch) from exc
-        response = Response(raw, self._where, watch)
+        response = Response.of(raw, self._where, watch)
         # The reader sets the socket's timeout itself (none on the standing stream, the call's
         # deadline when an answer is resumed).
         chunks = iter(lambda: response.chunk(None, keep_timeout=True), b"")
@@ -557,13 +564,12 @@ class HttpTransport(Transport):
         plain = self._plain()
         try:
             post = self._post_direct if plain else self._post_through_session
-            raw = post(body, headers, step)
+            response = post(body, headers, step, watch)
         except (requests.RequestException, urllib3.exceptions.HTTPError, http.client.HTTPException, OSError) as exc:
             raise failure(exc, deadline, self._where, watch) from exc
         finally:
             if sent is not None and plain and watch.attached:
                 sent.reached = True  # straight to a connected server: it may have the request
-        response = Response(raw, self._where, watch)
         self._legacy.learn(message.get("method"), response.status, response.headers)
         if self._legacy.expired(headers, response.status):
             response.finish()
@@ -581,32 +587,21 @@ class HttpTransport(Transport):
             sent.reached = True
         return response
 
-    def _post_direct(self, body: bytes, headers: dict[str, str], step: float | None) -> Any:
-        """POST straight to our adapter's pool (see `_plain`): the urllib3 response, body unread."""
-        raw = self._pool.urlopen(
-            "POST",
-            self._path,
-            body=body,
-            headers={**self._plain_headers, **headers, "Content-Length": str(len(body))},
-            retries=False,
-            timeout=urllib3.Timeout(total=step),
-            preload_content=False,
-            decode_content=False,
-            release_conn=False,
-            redirect=False,
-            assert_same_host=False,
-        )
-        if "set-cookie" in raw.headers:
-            self._keep_cookies(headers, body, raw)
-        return raw
+    def _post_direct(self, body: bytes, headers: dict[str, str], step: float | None, watch: Watch) -> Response:
+        """POST straight to a kept connection (see `_plain` and `transports._direct`)."""
+        assert self._pool is not None
+        fp, conn = self._pool.post(self._path, body, {**self._plain_headers, **headers}, step)
+        if "set-cookie" in fp.headers:
+            self._keep_cookies(headers, body, fp)
+        return Response(fp, self._where, watch, functools.partial(self._pool.release, conn))
 
-    def _post_through_session(self, body: bytes, headers: dict[str, str], step: float | None) -> Any:
+    def _post_through_session(self, body: bytes, headers: dict[str, str], step: float | None, watch: Watch) -> Response:
         """POST through `Session.request`, where the user's auth object (and its re-sends, as a
         401 response hook makes), hooks, cookies, proxies and adapters act: the one place a
         message goes that way. The sockets it uses are attached to the caller's watch (see
         `_via`), so the call's deadline bounds every exchange made here.
         """
-        return (
+        raw = (
             self._via()
             .request(
                 "POST",
@@ -614,8 +609,8 @@ class HttpTransport(Transport):
                 data=body,
                 headers=headers,
                 auth=self._auth,
-                # (connect, read) rather than a urllib3 Timeout: an auth hook that re-sends
-                # passes the same timeout on, and a started Timeout cannot be used twice.
+                # (connect, read) rather than a urllib3 Timeout: an auth hook that re-sends passes
+                # the same timeout on, and a started Timeout cannot be used twice.
                 timeout=(step, step),
                 stream=True,
                 allow_redirects=False,
@@ -625,12 +620,13 @@ class HttpTransport(Transport):
             )
             .raw
         )
+        return Response.of(raw, self._where, watch)
 
-    def _keep_cookies(self, headers: dict[str, str], body: bytes, raw: Any) -> None:
+    def _keep_cookies(self, headers: dict[str, str], body: bytes, fp: http.client.HTTPResponse) -> None:
         prepared = requests.PreparedRequest()
         prepared.prepare(method="POST", url=self.url, headers=headers, data=body)
         with self._cookie_lock:
-            extract_cookies_to_jar(self._session.cookies, prepared, raw)  # type: ignore[no-untyped-call]
+            self._session.cookies.extract_cookies(fp, MockRequest(prepared))  # type: ignore[arg-type]
 
     def _answer_from_stream(self, response: Response, awaited: Awaited, deadline: Deadline) -> Message:
         request_id: RequestId = awaited.request_id

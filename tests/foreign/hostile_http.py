@@ -129,10 +129,10 @@ class ExpiringSession:
             )
             return
         if session != self.live:
-            conn.json({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "gone"}}, "404 Not Found")
             if isinstance(request.json, dict) and "result" in request.json:
-                with self.lock:
+                with self.lock:  # noted before the answer, which the client may act on at once
                     self.answers.append((session, 404))
+            conn.json({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "gone"}}, "404 Not Found")
             return
         if isinstance(request.json, dict) and ("result" in request.json or "error" in request.json):
             with self.lock:
