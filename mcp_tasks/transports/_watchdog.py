@@ -19,11 +19,9 @@ an exchange from any thread (`close`, an answer that came another way) by the sa
 
 from __future__ import annotations
 
-import contextlib
 import socket
 import threading
 import time
-from collections.abc import Iterator
 
 from mcp_tasks._clock import Deadline
 from mcp_tasks._threads import join_all, start_thread
@@ -194,17 +192,25 @@ def _shut(sock: socket.socket) -> None:
 _current = threading.local()
 
 
-@contextlib.contextmanager
-def watching(watch: Watch) -> Iterator[Watch]:
+class watching:
     """Make `watch` this thread's current one: sockets the HTTP stack makes or reuses meanwhile
-    (the POST, an auth object's re-send, a resumption GET) are attached to it.
+    (the POST, an auth object's re-send, a resumption GET) are attached to it. A class rather
+    than a generator context manager, as it runs on every request.
     """
-    previous = getattr(_current, "watch", None)
-    _current.watch = watch
-    try:
-        yield watch
-    finally:
-        _current.watch = previous
+
+    __slots__ = ("_previous", "_watch")
+
+    def __init__(self, watch: Watch) -> None:
+        self._watch = watch
+        self._previous: Watch | None = None
+
+    def __enter__(self) -> Watch:
+        self._previous = getattr(_current, "watch", None)
+        _current.watch = self._watch
+        return self._watch
+
+    def __exit__(self, *exc: object) -> None:
+        _current.watch = self._previous
 
 
 def attach_current(sock: socket.socket | None) -> None:
