@@ -170,3 +170,20 @@ def test_the_watchdog_is_one_thread_that_sleeps_while_idle(trickler: tuple[Trick
         dogs = [name for name in mcp_threads() if name.startswith("mcp_tasks-http-watchdog-")]
         assert len(dogs) == 1
     assert mcp_threads() == []
+
+
+def test_close_ends_a_get_stream_still_connecting() -> None:
+    """A server whose backlog is full: the GET stream's connect waits (its SYN dropped); close()
+    cuts it and joins the thread at once (main: 5 s, and the thread left alive)."""
+    with never_accepting() as url:
+        transport = HttpTransport(url, session_id=SESSION)
+        try:
+            transport.begin_session(VERSION)
+            assert any(name.startswith("mcp_tasks-http-get-") for name in mcp_threads())
+            started = time.monotonic()
+            transport.close()
+            took = time.monotonic() - started
+            assert mcp_threads() == []
+            assert took < 1.0
+        finally:
+            transport.close()

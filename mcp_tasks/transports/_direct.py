@@ -25,7 +25,7 @@ import ssl
 import threading
 from collections.abc import Mapping
 
-from mcp_tasks.transports._watchdog import attach_current
+from mcp_tasks.transports._watchdog import attach_current, connect
 
 __all__ = ["DirectPool"]
 
@@ -110,10 +110,9 @@ class DirectPool:
             return sock
 
     def _connect(self, timeout: float | None) -> socket.socket:
-        sock = socket.create_connection((self._host, self._port), timeout)
+        # Watched from before the connect on (the TLS handshake too); no Nagle delay, as urllib3.
+        sock = connect((self._host, self._port), timeout, options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
         try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as urllib3 does: no Nagle delay
-            attach_current(sock)  # connected: watched from here on (the TLS handshake too)
             if self._context is not None:
                 tls = self._context.wrap_socket(sock, server_hostname=self._host)
                 attach_current(tls)

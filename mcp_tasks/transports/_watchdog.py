@@ -22,11 +22,12 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from collections.abc import Sequence
 
 from mcp_tasks._clock import Deadline
 from mcp_tasks._threads import join_all, start_thread
 
-__all__ = ["Watch", "Watchdog", "attach_current", "current", "watching"]
+__all__ = ["Watch", "Watchdog", "attach_current", "connect", "current", "watching"]
 
 DEADLINE = "deadline"
 CUT = "cut"
@@ -50,19 +51,22 @@ class Watch:
         self.closed = False
         self.attached = False  # a socket was connected for the exchange (it may have sent)
 
-    def attach(self, sock: socket.socket | None) -> None:
-        """Watch `sock` too (shut down at once when the watch already fired)."""
+    def attach(self, sock: socket.socket | None, *, connected: bool = True) -> bool:
+        """Watch `sock` too (shut down at once when the watch already fired: then True).
+        `connected` False: a socket about to connect (no request can have gone out on it yet).
+        """
         if sock is None:
-            return
+            return False
         with self._dog.lock:
             if sock not in self._socks:
                 self._socks = [s for s in self._socks if s.fileno() != -1]
                 self._socks.append(sock)
             self.sock = sock
-            self.attached = True
+            self.attached = self.attached or connected
             fired = self.fired is not None
         if fired:
             _shut(sock)
+        return fired
 
     def fire(self, why: str = CUT) -> None:
         """Cut the exchange now: shut its sockets down (from any thread). Idempotent; a closed
@@ -213,14 +217,46 @@ class watching:
         _current.watch = self._previous
 
 
-def attach_current(sock: socket.socket | None) -> None:
-    """Attach `sock` to this thread's current watch, if any (called by the connection classes)."""
+def attach_current(sock: socket.socket | None, *, connected: bool = True) -> bool:
+    """Attach `sock` to this thread's current watch, if any (called by the connection classes);
+    True when that watch was cut already.
+    """
     watch: Watch | None = getattr(_current, "watch", None)
-    if watch is not None:
-        watch.attach(sock)
+    return watch is not None and watch.attach(sock, connected=connected)
 
 
 def current() -> Watch | None:
     """The current watch of the calling thread (see `watching`)."""
     watch: Watch | None = getattr(_current, "watch", None)
     return watch
+
+
+def connect(
+    address: tuple[str, int],
+    timeout: float | None,
+    source_address: tuple[str, int] | None = None,
+    options: Sequence[tuple[int, int, int | bytes]] | None = None,
+) -> socket.socket:
+    """`socket.create_connection`, with each socket attached to the current watch before it
+    connects: a connect that waits (a server whose backlog is full drops the SYN) is cut at the
+    deadline, or by `Watch.fire`, like any other step. Raises OSError (TimeoutError on timeout).
+    """
+    host, port = address
+    error: OSError | None = None
+    for family, kind, proto, _, where in socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM):
+        sock = socket.socket(family, kind, proto)
+        try:
+            for option in options or ():
+                sock.setsockopt(*option)
+            sock.settimeout(timeout)
+            if attach_current(sock, connected=False):
+                raise ConnectionAbortedError("the exchange was cut before it connected")
+            if source_address is not None:
+                sock.bind(source_address)
+            sock.connect(where)
+            attach_current(sock)  # connected: a request may go out on it from here on
+            return sock
+        except OSError as exc:
+            sock.close()
+            error = exc
+    raise error if error is not None else OSError(f"no address found for {host}")
