@@ -189,11 +189,13 @@ def main() -> None:
         process.terminate()
         process.wait(10)
     naive_cpu = rows[0][1]
+    floor_cpu = rows[-1][1]
     print(f"client CPU per tasks/get over HTTP on loopback ({args.polls} polls x {args.rounds} rounds, median)")
     print("against the mcp_tasks reference server:")
-    print(f"  {'client':45} {'µs/poll':>9} {'× naive':>8}")
+    print(f"  {'client':45} {'µs/poll':>9} {'× naive':>8} {'× floor':>8}")
     for name, seconds in rows:
-        print(f"  {name:45} {seconds * 1e6:9.0f} {seconds / naive_cpu:8.2f}")
+        print(f"  {name:45} {seconds * 1e6:9.0f} {seconds / naive_cpu:8.2f} {seconds / floor_cpu:8.2f}")
+    # issue 16's aims: mcp_tasks at or under 0.4x naive and 1.5x the stdlib floor
     python = peer_python()
     if python is None:
         print("(fastmcp-tasks comparison skipped: run `python .ci/peers.py install` first)")

@@ -25,6 +25,7 @@ from mcp_tasks._clock import Deadline, wait_sliced
 from mcp_tasks._errors import McpError, RequestTimeout, TransportError
 from mcp_tasks._threads import start_thread
 from mcp_tasks._wire import loads
+from mcp_tasks.transports._failures import describe
 from mcp_tasks.transports._sse import SseDecoder, SseEvent
 
 __all__ = ["Awaited", "GetStream", "LegacySession", "StreamMark", "resume_answer"]
@@ -56,6 +57,7 @@ class LegacySession:
         self.version: str | None = None
         self.session_id: str | None = None
         self.joined = False
+        self.lost = False  # the server expired the session; no new one yet (see `expire`)
 
     @property
     def active(self) -> bool:
@@ -95,7 +97,7 @@ class LegacySession:
             return
         value = headers.get(SESSION_HEADER)
         with self._lock:
-            self.joined = False
+            self.joined = self.lost = False
             if isinstance(value, str) and _visible_ascii(value):
                 self.session_id = value
             elif value is not None:
@@ -107,6 +109,19 @@ class LegacySession:
     def expired(self, sent: dict[str, str], status: int) -> bool:
         """Whether a `status` answer to a request sent with `sent` headers means an expired session."""
         return status == 404 and SESSION_HEADER in sent
+
+    def expire(self) -> None:
+        """The server expired the session (a 404 to a message that carried its id): forget it,
+        never DELETE it, and refuse every message but ``initialize`` until a new session (see
+        `refuses`), so whoever sends next learns it and sets one up again.
+        """
+        with self._lock:
+            self.session_id, self.version, self.joined = None, None, False
+            self.lost = True
+
+    def refuses(self, method: object) -> bool:
+        """Whether a message of `method` is refused for a session the server expired."""
+        return self.lost and method != "initialize"
 
     def keep(self) -> None:
         """Leave the session open at the end (no DELETE): its tasks are to be resumed elsewhere."""
@@ -148,7 +163,7 @@ class GetResponse:
         try:
             self._close()
         except Exception as exc:  # a reader may be inside it; it is going away anyway
-            log.debug("closing the GET stream: %r", exc)
+            log.debug("closing the GET stream: %s", describe(exc))
 
 
 OpenGet = Callable[[dict[str, str]], GetResponse]
@@ -207,7 +222,7 @@ class GetStream:
             except Exception as exc:
                 self.opened.set()
                 failures += 1
-                log.debug("the GET stream did not open: %r", exc)
+                log.debug("the GET stream did not open: %s", describe(exc))
                 if failures >= MAX_FAILURES or self._stop.wait(delay):
                     return
                 continue
@@ -254,7 +269,7 @@ class GetStream:
                     self._last_id = pending_id
         except Exception as exc:
             if not self._stop.is_set():
-                log.debug("the GET stream broke: %r", exc)
+                log.debug("the GET stream broke: %s", describe(exc))
         return retry
 
     def _take(self, data: str) -> None:
@@ -366,8 +381,12 @@ def resume_answer(
         log.debug("resuming the answer to #%s after event %s", request_id, mark.last_id)
         try:
             response = open_get(sent)
+        except RequestTimeout as exc:
+            raise RequestTimeout(deadline.timeout or 0.0) from exc
+        except McpError:
+            raise  # the transport's own verdict: a cut, a connection refused
         except Exception as exc:
-            raise TransportError(f"could not resume the SSE answer: {exc!r}", cause=exc) from exc
+            raise TransportError(f"could not resume the SSE answer: {describe(exc)}", cause=exc) from exc
         try:
             if response.status != 200:
                 raise TransportError(
@@ -427,7 +446,7 @@ def _read_for(
         except Exception as exc:
             if deadline.expired() or isinstance(exc, (TimeoutError, socket.timeout)) or "timed out" in str(exc):
                 raise RequestTimeout(deadline.timeout or 0.0) from exc
-            raise TransportError(f"the resumed SSE stream broke: {exc!r}", cause=exc) from exc
+            raise TransportError(f"the resumed SSE stream broke: {describe(exc)}", cause=exc) from exc
         if not chunk:
             return None
         for event in decoder.feed(chunk):
