@@ -171,6 +171,9 @@ def _parser() -> argparse.ArgumentParser:
     signed.add_argument("--id-token-file", metavar="PATH", help="your ID token from the identity provider")
     signed.add_argument("--idp-token-endpoint", metavar="URL", help="the identity provider's token endpoint")
     signed.add_argument("--idp-client-id", metavar="ID", help="this client's id at the identity provider")
+    signed.add_argument(
+        "--idp-client-secret-file", metavar="PATH", help="its secret at the identity provider, if it has one"
+    )
     waits = argparse.ArgumentParser(add_help=False)
     waits.add_argument("--timeout", type=_positive, default=None, help="seconds to wait in all (default: no limit)")
     waits.add_argument(
@@ -330,18 +333,27 @@ def _client_secret(args: argparse.Namespace) -> str | None:
     if len(given) > 1:
         raise UsageError("give --client-secret or --client-secret-file, not both")
     if args.client_secret_file is not None:
-        try:
-            with open(args.client_secret_file, encoding="utf-8") as file:
-                secret = file.read().strip()
-        except OSError as exc:
-            raise UsageError(f"cannot read --client-secret-file {args.client_secret_file}: {exc.strerror}") from None
-        if not secret:
-            raise UsageError(f"--client-secret-file {args.client_secret_file} is empty")
-        return secret
+        return _secret_file(args.client_secret_file, "--client-secret-file")
     if args.client_secret is not None:
         return str(args.client_secret)
     from_env = os.environ.get(CLIENT_SECRET_ENV)
     return from_env if from_env and args.client_id is not None else None
+
+
+def _secret_file(path: str | None, flag: str) -> str | None:
+    """The secret in the file at `path` (None without a path); an unreadable or empty file is a
+    usage error naming the flag.
+    """
+    if path is None:
+        return None
+    try:
+        with open(path, encoding="utf-8") as file:
+            secret = file.read().strip()
+    except OSError as exc:
+        raise UsageError(f"cannot read {flag} {path}: {exc.strerror}") from None
+    if not secret:
+        raise UsageError(f"{flag} {path} is empty")
+    return secret
 
 
 def _auth(args: argparse.Namespace) -> Any:
@@ -361,6 +373,7 @@ def _auth(args: argparse.Namespace) -> Any:
             ("--id-token-file", args.id_token_file),
             ("--idp-token-endpoint", args.idp_token_endpoint),
             ("--idp-client-id", args.idp_client_id),
+            ("--idp-client-secret-file", args.idp_client_secret_file),
         )
         if value is not None
     ]
@@ -402,6 +415,7 @@ def _auth(args: argparse.Namespace) -> Any:
             id_token=_reads(args.id_token_file, "--id-token-file"),
             idp_token_endpoint=args.idp_token_endpoint,
             idp_client_id=args.idp_client_id,
+            idp_client_secret=_secret_file(args.idp_client_secret_file, "--idp-client-secret-file"),
         )
     except (ValueError, TypeError, ImportError) as exc:
         raise UsageError(str(exc)) from None

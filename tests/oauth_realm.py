@@ -61,6 +61,7 @@ class Realm:
         self.proof_ids: list[str] = []  # the jti of every DPoP proof the MCP endpoint accepted
         self.assertions: set[str] = set()  # JWTs the jwt-bearer grant accepts (workload identity)
         self.id_tokens: set[str] = set()  # ID tokens the identity provider (/idp/token) exchanges
+        self.idp_secrets_seen: list[tuple[str, str]] = []  # (client id, secret) the identity provider got
         self.id_jags: dict[str, tuple[str, str, str]] = {}  # ID-JAG -> (client id, audience, resource)
         self.errors: list[str] = []  # why the realm refused something
         self.thread = threading.Thread(target=self.httpd.serve_forever, name="oauth-realm", daemon=True)
@@ -289,6 +290,11 @@ class _Handler(BaseHTTPRequestHandler):
         """The identity provider: exchanges an ID token it issued for an ID-JAG (RFC 8693)."""
         realm = self.realm
         realm.counts["idp:token-exchange"] += 1
+        basic = self.headers.get("Authorization", "")
+        if basic.startswith("Basic "):
+            user, _, secret = base64.b64decode(basic[6:]).decode().partition(":")
+            with realm.lock:
+                realm.idp_secrets_seen.append((urllib.parse.unquote(user), urllib.parse.unquote(secret)))
         if (
             form.get("grant_type") != "urn:ietf:params:oauth:grant-type:token-exchange"
             or form.get("subject_token") not in realm.id_tokens

@@ -212,3 +212,22 @@ def test_the_cli_signs_with_a_key_and_takes_a_workload_jwt_from_a_file(realm: Re
     assert realm.counts["token:urn:ietf:params:oauth:grant-type:jwt-bearer"] == 1
     refused = run_cli(realm, tmp_path / "c", "--client-id", "cli", "--private-key", str(tmp_path / "absent.pem"))
     assert refused.returncode == 2 and "cannot read" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_the_cli_takes_the_enterprise_grant_with_secrets_from_files(realm: Realm, tmp_path: Path) -> None:
+    realm.token_auth_methods = ["client_secret_basic"]
+    realm.id_tokens.add("id.token-of-ada.sig")
+    files = {"id.jwt": "id.token-of-ada.sig\n", "as.secret": "xaa-secret\n", "idp.secret": "idp-secret\n"}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    flags = ["--grant", "enterprise_managed", "--client-id", "xaa-client"]
+    flags += ["--client-secret-file", str(tmp_path / "as.secret"), "--id-token-file", str(tmp_path / "id.jwt")]
+    flags += ["--idp-token-endpoint", f"{realm.base}/idp/token", "--idp-client-id", "idp-client"]
+    done = run_cli(realm, tmp_path / "home", *flags, "--idp-client-secret-file", str(tmp_path / "idp.secret"))
+    assert done.returncode == 0, done.stderr
+    assert realm.idp_secrets_seen == [("idp-client", "idp-secret")] and realm.client_secrets_seen == ["xaa-secret"]
+    assert "idp-secret" not in done.stderr and "xaa-secret" not in done.stderr
+    empty = tmp_path / "empty"
+    empty.write_text("\n")
+    refused = run_cli(realm, tmp_path / "home2", *flags, "--idp-client-secret-file", str(empty))
+    assert refused.returncode == 2 and "--idp-client-secret-file" in refused.stderr and "empty" in refused.stderr

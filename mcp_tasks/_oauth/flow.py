@@ -862,6 +862,7 @@ def cli_oauth(
     id_token: Assertion | None = None,
     idp_token_endpoint: str | None = None,
     idp_client_id: str | None = None,
+    idp_client_secret: str | None = None,
 ) -> OAuth:
     """The `OAuth` the command line uses: tokens kept in the user's config directory
     (`FileTokenStore.default()`), the authorization link printed on stderr and opened in a browser;
@@ -883,4 +884,5 @@ def cli_oauth(
         id_token=id_token,
         idp_token_endpoint=idp_token_endpoint,
         idp_client_id=idp_client_id,
+        idp_client_secret=idp_client_secret,
     )
