@@ -559,12 +559,14 @@ def _resume_hint(args: argparse.Namespace, state: dict[str, str]) -> str:
     kind = _kind(args.target)
     if kind != "http":
         return f"It cannot be resumed: {tied_to_command(kind)}."
-    target = shlex.quote(args.target)
-    task = state.get("task_id", "?")
-    session = state.get("session") or getattr(args, "session", None)
+    target, task = shlex.quote(args.target), shlex.quote(state.get("task_id", "?"))
     # A 2025-era server may keep the task for its session only: the hint joins that session.
-    task = f"{task} --session {shlex.quote(session)}" if session else task
-    return f"Resume with: mcp-tasks wait {target} {task}   (or: mcp-tasks cancel {target} {task})"
+    session = state.get("session") or getattr(args, "session", None)
+    options = f"--session {shlex.quote(session)}" if session else ""
+    # An id that starts with "-" goes last, after "--", so that it is not taken for an option.
+    dashed = task.startswith("-")
+    where = f"{options} {target} -- {task}".lstrip() if dashed else f"{target} {task} {options}".rstrip()
+    return f"Resume with: mcp-tasks wait {where}   (or: mcp-tasks cancel {where})"
 
 
 def _wait(args: argparse.Namespace, client: Client, console: Console, task: str | Status, state: dict[str, str]) -> int:

@@ -8,6 +8,7 @@ import json
 import os
 import pty
 import select
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -19,6 +20,7 @@ import pytest
 import mcp_tasks as mt
 from mcp_tasks import cli
 from mcp_tasks.server import Server, serve_http
+from tests.foreign.modern_http_tasks import ModernHttpTasksServer
 
 SERVER_MODULE = textwrap.dedent(
     """
@@ -189,6 +191,36 @@ def test_a_task_started_by_one_process_is_awaited_by_another(http_url: str, tmp_
     assert json.loads(waited.stdout)["structuredContent"] == {"hello": "Grace", "action": "accept"}
     events = [json.loads(line) for line in waited.stderr.splitlines()]
     assert [e["event"] for e in events][-1] == "status" and events[-1]["status"] == "completed"
+
+
+def test_a_task_id_that_looks_like_an_option_is_resumed_as_the_hint_says() -> None:
+    server = ModernHttpTasksServer(id_prefix="-h")  # a foreign server's ids may start with "-"
+    server.start()
+    try:
+        started = run("call", server.url, "hold", "--timeout", "0.2")
+        assert started.returncode == cli.EXIT_TIMEOUT, started.stderr
+        (hint,) = [line for line in started.stderr.splitlines() if line.startswith("Resume with: ")]
+        command = shlex.split(hint.removeprefix("Resume with: ").split("   (or: ")[0])
+        assert command[:2] == ["mcp-tasks", "wait"] and command[-2:] == ["--", command[-1]]
+        assert command[-1].startswith("-h")
+        status = run("get", *command[2:])
+        assert status.returncode == cli.EXIT_OK, status.stderr
+        assert json.loads(status.stdout)["taskId"] == command[-1]
+    finally:
+        server.close()
+
+
+def test_the_reference_server_makes_no_task_id_that_looks_like_an_option() -> None:
+    server = Server()
+
+    @server.tool(task="required")
+    def quick(ctx: object) -> dict[str, bool]:
+        return {"ok": True}
+
+    with mt.Client.direct(server) as client:
+        ids = [mt.call_tool(client, "quick") for _ in range(300)]  # about 5 would start with "-" by chance
+    server.close()
+    assert all(isinstance(task, mt.Status) and not task.task_id.startswith("-") for task in ids)
 
 
 def test_the_result_alone_goes_to_stdout_and_each_outcome_has_its_exit_code(project: Path, http_url: str) -> None:

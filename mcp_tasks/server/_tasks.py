@@ -242,7 +242,7 @@ class TaskRuntime:
                 raise _capacity("max_jobs", self.max_jobs, "tasks are running")
             if len(self._tasks) >= self.max_tasks:
                 raise _capacity("max_tasks", self.max_tasks, "tasks are stored")
-            record = TaskRecord(self, secrets.token_urlsafe(24), principal, tool.name, self.ttl_ms, self.poll_ms)
+            record = TaskRecord(self, _new_task_id(), principal, tool.name, self.ttl_ms, self.poll_ms)
             self._tasks[record.task_id] = record
             record.created = record.creation()  # as it stands before its tool starts
             context = ToolContext(cancelled=record.cancel_event, task=record, principal=principal, meta=meta)
@@ -354,3 +354,12 @@ def _capacity(limit: str, value: int, what: str) -> McpError:
         f"with Server({limit}=...)",
         {"retryable": True, "limit": limit, "max": value},
     )
+
+
+def _new_task_id() -> str:
+    """A fresh unguessable task id (it is a bearer credential) that does not start with "-", so a
+    command line never takes it for an option.
+    """
+    while (task_id := secrets.token_urlsafe(24)).startswith("-"):
+        pass
+    return task_id

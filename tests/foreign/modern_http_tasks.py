@@ -27,9 +27,10 @@ STAMP = "2026-12-01T10:00:00Z"
 
 
 class ModernHttpTasksServer(SocketHttpServer):
-    def __init__(self, *, advertise: bool = True) -> None:
+    def __init__(self, *, advertise: bool = True, id_prefix: str = "") -> None:
         super().__init__("modern-http-tasks")
         self.advertise = advertise
+        self.id_prefix = id_prefix  # e.g. "-h": an id a command line could take for an option
         self.journal = Journal()
         self.tasks: dict[str, dict[str, Any]] = {}  # task id -> {"tool", "mode"}
         self.updates: list[tuple[str, dict[str, Any]]] = []  # (task id, inputResponses) of each tasks/update
@@ -93,7 +94,7 @@ class ModernHttpTasksServer(SocketHttpServer):
         extensions = obj(declared.get("extensions"))
         arguments = obj(params.get("arguments"))
         if name in ("hold", "hostile", "ask") and self.advertise and TASKS in extensions:
-            task_id = str(uuid.uuid4())
+            task_id = f"{self.id_prefix}{uuid.uuid4()}"
             self.tasks[task_id] = {"tool": name, "mode": arguments.get("mode")}
             return {"resultType": "task", **_task(task_id, "working")}
         return {"resultType": "complete", "content": [{"type": "text", "text": f"ran {name}"}], "isError": False}
