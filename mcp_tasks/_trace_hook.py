@@ -15,12 +15,15 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from mcp_tasks._channel import Channel
     from mcp_tasks._status import Status
+    from mcp_tasks._store import TaskRef
 
 __all__ = ["NO_TRACING", "TaskTrace", "Tracing", "require_tracing", "tracing_for"]
 
 OTEL_EXTRA = "mcp_tasks[otel]"
 
 Send = Callable[[dict[str, Any]], dict[str, Any]]
+Saved = Callable[[], "TaskRef | None"]
+"""How a wait finds what a store kept of its task (its creator's trace context): asked only when traced."""
 
 
 class TaskTrace:
@@ -77,9 +80,18 @@ class Tracing:
         """`params` with the current trace context in ``_meta`` (traced), or as they are."""
         return params
 
-    def task(self, task_id: str) -> TaskTrace:
-        """The trace of one wait for `task_id` (a span for the task's life, when traced)."""
+    def task(self, task_id: str, saved: Saved | None = None) -> TaskTrace:
+        """The trace of one wait for `task_id` (a span for the task's life, when traced). When
+        this channel did not create the task, `saved()` may give the ref a store kept of it, whose
+        trace context the span links to (a resume); untraced, `saved` is never called.
+        """
         return NO_TASK_TRACE
+
+    def creation_context(self, task_id: str) -> dict[str, str] | None:
+        """The W3C ``traceparent``/``tracestate`` of the ``tools/call`` on this channel that
+        created `task_id`, for a store to keep (None untraced, or for a task made elsewhere).
+        """
+        return None
 
 
 NO_TRACING = Tracing()

@@ -5,7 +5,8 @@ Each request is a CLIENT span named as the MCP semantic conventions say (``{mcp.
 {target}``: the tool name for ``tools/call``, nothing else), with their attributes, its retries as
 events, and the trace context in ``params._meta`` (SEP-414) through the global propagator. A task's
 wait is one span for the task's life, the parent of its requests: an event per status change and
-per input round, its status from the outcome, linked to the ``tools/call`` that created the task.
+per input round, its status from the outcome, linked to the ``tools/call`` that created the task
+(in another process: to the trace context a task store kept of that call, ``mcp.task.resumed``).
 Task ids are bearer credentials: a span carries only their `short_id`.
 """
 
@@ -22,18 +23,20 @@ from typing import TYPE_CHECKING, Any, cast
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from opentelemetry.trace import Link, Span, SpanContext, SpanKind, StatusCode
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from mcp_tasks._errors import McpError, TransportError
 from mcp_tasks._redact import redact_text, short_id
 from mcp_tasks._retry import RETRY_WATCH
 from mcp_tasks._status import TaskState
-from mcp_tasks._trace_hook import Send, TaskTrace, Tracing
+from mcp_tasks._trace_hook import Saved, Send, TaskTrace, Tracing
 from mcp_tasks._version import __version__
 from mcp_tasks._wire import META_PROTOCOL_VERSION
 
 if TYPE_CHECKING:
     from mcp_tasks._channel import Channel
     from mcp_tasks._status import Status
+    from mcp_tasks._store import TaskRef
     from mcp_tasks.transports._base import Transport
 
 __all__ = ["ChannelTracing", "error_type"]
@@ -41,6 +44,8 @@ __all__ = ["ChannelTracing", "error_type"]
 TRACER_NAME = "mcp_tasks"
 REMEMBERED = 1024
 """How many task-creating ``tools/call`` spans a channel remembers, for the waits to link to."""
+W3C = TraceContextTextMapPropagator()
+"""What a store keeps of a creating call, whatever the global propagator: the W3C headers only."""
 OUTCOME_ERRORS = {TaskState.FAILED: "task_failed", TaskState.CANCELLED: "task_cancelled"}
 
 
@@ -161,10 +166,34 @@ class ChannelTracing(Tracing):
 
     # -- waits ----------------------------------------------------------------------------------
 
-    def task(self, task_id: str) -> TaskTrace:
+    def task(self, task_id: str, saved: Saved | None = None) -> TaskTrace:
         with self._lock:
             created = self._created.get(task_id)
+        if created is None and saved is not None:
+            return TaskSpan(self.tracer, task_id, None, _resumed(saved()))
         return TaskSpan(self.tracer, task_id, created)
+
+    def creation_context(self, task_id: str) -> dict[str, str] | None:
+        with self._lock:
+            created = self._created.get(task_id)
+        if created is None:
+            return None
+        carrier: dict[str, str] = {}
+        W3C.inject(carrier, trace.set_span_in_context(trace.NonRecordingSpan(created[0])))
+        return carrier or None
+
+
+def _resumed(ref: TaskRef | None) -> tuple[SpanContext | None, str] | None:
+    """From a stored ref: the creating call's span context (None unless it kept a valid one) and
+    the tool; None without a ref.
+    """
+    if ref is None:
+        return None
+    creator = None
+    if ref.trace_context:
+        found = trace.get_current_span(W3C.extract(ref.trace_context)).get_span_context()
+        creator = found if found.is_valid else None
+    return creator, ref.tool or ""
 
 
 def _retried(span: Span, retry: int, delay: float, error: TransportError) -> None:
@@ -176,10 +205,17 @@ def _retried(span: Span, retry: int, delay: float, error: TransportError) -> Non
 class TaskSpan(TaskTrace):
     """One wait's span, current while the wait runs (`within`), so that its requests are its children."""
 
-    def __init__(self, tracer: trace.Tracer, task_id: str, created: tuple[SpanContext, str] | None) -> None:
+    def __init__(
+        self,
+        tracer: trace.Tracer,
+        task_id: str,
+        created: tuple[SpanContext, str] | None,
+        resumed: tuple[SpanContext | None, str] | None = None,
+    ) -> None:
         self.tracer = tracer
         self.task_id = task_id
         self.created = created
+        self.resumed = resumed
         self.span: Span = trace.INVALID_SPAN
         self._token: object = None
 
@@ -187,7 +223,14 @@ class TaskSpan(TaskTrace):
         links: list[Link] = []
         parent = None
         name = "task"
-        if self.created is not None:
+        attributes: dict[str, Any] = {"mcp.task.id": short_id(self.task_id)}
+        if self.resumed is not None:  # created in another process: a new trace, linked to that call
+            saved, tool = self.resumed
+            name = f"task {tool}" if tool else name
+            if saved is not None:
+                links.append(Link(saved, {"mcp.task.resumed": True}))
+                attributes["mcp.task.resumed"] = True
+        elif self.created is not None:
             creator, tool = self.created
             if tool:
                 name = f"task {tool}"
@@ -199,7 +242,7 @@ class TaskSpan(TaskTrace):
             name,
             context=parent,
             kind=SpanKind.INTERNAL,
-            attributes={"mcp.task.id": short_id(self.task_id)},
+            attributes=attributes,
             links=links,
             record_exception=False,
             set_status_on_exception=False,

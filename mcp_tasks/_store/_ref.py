@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
@@ -35,6 +36,28 @@ def _era(value: object) -> Era:
     return value
 
 
+TRACE_KEYS = ("traceparent", "tracestate")
+"""The W3C trace context a ref keeps of the call that created its task (nothing else: no baggage)."""
+MAX_TRACE_TEXT = 4096
+
+
+def _trace_context(value: object) -> dict[str, str] | None:
+    """A ref's ``trace_context``: None, or a mapping with a ``traceparent`` string and maybe a
+    ``tracestate`` one (other keys are dropped).
+    """
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise ValueError(f"trace_context must be a mapping or None, got {type(value).__name__}")
+    kept = {key: value[key] for key in TRACE_KEYS if key in value}
+    for key, text in kept.items():
+        if not isinstance(text, str) or not text or len(text) > MAX_TRACE_TEXT:
+            raise ValueError(f"trace_context[{key!r}] must be a non-empty string of at most {MAX_TRACE_TEXT} chars")
+    if "traceparent" not in kept:
+        raise ValueError("trace_context needs a 'traceparent'")
+    return kept
+
+
 def _text(name: str) -> Any:
     def check(instance: object, attribute: object, value: object) -> None:
         if not isinstance(value, str) or not value:
@@ -48,6 +71,8 @@ class TaskRef:
     """A task as a store keeps it: where it runs (`endpoint`: the URL for HTTP, the command line
     for stdio, ``direct:<server name>`` in-process), its id, its era, the tool that made it, when
     (`created_at`, seconds since the epoch) and the last status read (None before any).
+    `trace_context`: when a traced client created the task, the W3C ``traceparent`` (and
+    ``tracestate``) of the ``tools/call`` that did, so that a wait in another process links to it.
 
     Its repr shows a short id only: a task id is a bearer credential.
     """
@@ -60,6 +85,7 @@ class TaskRef:
     last_status: Status | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.instance_of(Status))
     )
+    trace_context: dict[str, str] | None = attrs.field(default=None, converter=_trace_context, hash=False)
 
     @property
     def finished(self) -> bool:
@@ -86,6 +112,8 @@ class TaskRef:
             "createdAt": self.created_at,
             "lastStatus": self.last_status.to_map() if self.last_status is not None else None,
         }
+        if self.trace_context is not None:
+            saved["traceContext"] = dict(self.trace_context)  # format 1 still: older readers skip it
         return json.dumps(saved, ensure_ascii=False, separators=(",", ":"))
 
     @classmethod
@@ -115,6 +143,9 @@ class TaskRef:
             status = Status.from_map(last) if last is not None else None
         except InvalidStatus as exc:
             raise ValueError(f"lastStatus is not a task status: {exc}") from None
+        traced = saved.get("traceContext")
+        if traced is not None and not isinstance(traced, dict):
+            raise ValueError(f"traceContext must be an object or null, got {traced!r}")
         return cls(
             endpoint=saved.get("endpoint"),  # type: ignore[arg-type]
             task_id=saved.get("taskId"),  # type: ignore[arg-type]
@@ -122,6 +153,7 @@ class TaskRef:
             tool=tool,
             created_at=float(created),
             last_status=status,
+            trace_context=traced,
         )
 
     def __repr__(self) -> str:

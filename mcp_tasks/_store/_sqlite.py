@@ -29,7 +29,9 @@ log = logging.getLogger("mcp_tasks")
 T = TypeVar("T")
 
 SCHEMA = 1
-"""The layout of the file (``PRAGMA user_version``); a larger one was made by a newer mcp_tasks."""
+"""The layout of the file (``PRAGMA user_version``); a larger one was made by a newer mcp_tasks.
+An optional field of a `TaskRef` (``trace_context``) lives in its JSON, not in a column: files
+stay at this layout, so older mcp_tasks versions keep opening them."""
 STORE_ENV = "MCP_TASKS_STORE"
 DEFAULT_KEEP_FINISHED = 7 * 24 * 3600.0
 PRUNE_EVERY = 64

@@ -9,6 +9,7 @@ import logging
 import shlex
 import time
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from mcp_tasks._clock import Deadline
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from mcp_tasks._channel import Channel
     from mcp_tasks._client import Client
 
-__all__ = ["Recorder", "endpoint_of", "record_created", "record_status", "store_of"]
+__all__ = ["RESUMING", "Recorder", "endpoint_of", "record_created", "record_status", "saved_ref", "store_of"]
 
 log = logging.getLogger("mcp_tasks")
 
@@ -63,9 +64,37 @@ def record_created(
 ) -> None:
     """Keep a task the client just created (a busy store is retried until the call's `deadline`)."""
     if store is not None:
-        ref = TaskRef(endpoint_of(client.channel), status.task_id, status.era, tool, time.time(), status)
+        traced = client.channel.tracing.creation_context(status.task_id)  # None unless the client traces
+        ref = TaskRef(endpoint_of(client.channel), status.task_id, status.era, tool, time.time(), status, traced)
         with store_deadline(deadline.at if deadline is not None else None):
             _kept("its creation", status.task_id, lambda: store.record(ref))
+
+
+RESUMING: ContextVar[TaskRef | None] = ContextVar("mcp_tasks_resuming", default=None)
+"""The ref `resume` waits for: what a traced wait links to, with or without a store to find it in."""
+
+
+def saved_ref(client: Client, task_id: str, given: object, timeout: float | None) -> Callable[[], TaskRef | None]:
+    """How a traced wait finds what was kept of `task_id` (the ref being resumed, else the store's
+    record, read within `timeout`): called only when the client traces, so an untraced wait reads
+    nothing more than before. A store that fails leaves the wait unlinked, not failed.
+    """
+
+    def find() -> TaskRef | None:
+        resuming = RESUMING.get()
+        if resuming is not None and resuming.task_id == task_id:
+            return resuming
+        store = store_of(client, given)
+        if store is None:
+            return None
+        try:
+            with store_deadline(time.monotonic() + timeout if timeout is not None else None):
+                return store.get(task_id)
+        except StoreError as exc:
+            log.warning("task %s: could not read its record to link its trace: %s", short_id(task_id), exc)
+            return None
+
+    return find
 
 
 def record_status(status: Status, store: TaskStore | None, deadline: Deadline | None = None) -> None:

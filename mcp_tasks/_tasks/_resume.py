@@ -12,12 +12,14 @@ from mcp_tasks._options import UNSET
 from mcp_tasks._redact import short_id
 from mcp_tasks._store import TaskRef, TaskStore
 from mcp_tasks._tasks._helpers import outcome
+from mcp_tasks._tasks._record import RESUMING
 from mcp_tasks._tasks._wait import wait_task
 
 if TYPE_CHECKING:
     from requests.auth import AuthBase
     from typing_extensions import Unpack
 
+    from mcp_tasks._options import TracerProvider
     from mcp_tasks._tasks._options import WaitOptions
 
 __all__ = ["resume"]
@@ -41,6 +43,8 @@ def resume(
     client: Client | None = None,
     auth: AuthBase | tuple[str, str] | None = None,
     headers: Mapping[str, str] | None = None,
+    trace: bool = False,
+    tracer_provider: TracerProvider | None = None,
     **wait_options: Unpack[WaitOptions],
 ) -> dict[str, Any]:
     """Wait for a task kept in a store and return its CallToolResult (as `await_task` does).
@@ -52,12 +56,15 @@ def resume(
     2025-era task's session) and closed after. A stdio or direct task can only be resumed through
     a `client` you pass: its server lived in the process that started it. With a `store`, the end
     is recorded there, and answers never acknowledged are sent again before any handler is asked.
+    `trace`/`tracer_provider` trace the client it opens (as the client factories' options do);
+    a traced wait's span links to the ``tools/call`` that created the task, from the trace
+    context the ref kept.
     """
     given: Any = wait_options.get("store", UNSET)
     store: TaskStore | None = given if given is not UNSET else None
     if client is not None:
         task = _ref(ref, store if store is not None else client.channel.settings.store)
-        return outcome(wait_task(client, task.task_id, **wait_options))
+        return _waited(client, task, wait_options)
     task = _ref(ref, store)
     if not task.endpoint.startswith(("http://", "https://")):
         raise ValueError(
@@ -65,5 +72,15 @@ def resume(
             "that started it (stdio or in-process): pass client= connected to a server that still has it"
         )
     session = task.session_id if task.era == "legacy" else None
-    with Client.http(task.endpoint, auth=auth, headers=headers, session_id=session) as opened:
-        return outcome(wait_task(opened, task.task_id, **wait_options))
+    with Client.http(
+        task.endpoint, auth=auth, headers=headers, session_id=session, trace=trace, tracer_provider=tracer_provider
+    ) as opened:
+        return _waited(opened, task, wait_options)
+
+
+def _waited(client: Client, task: TaskRef, wait_options: WaitOptions) -> dict[str, Any]:
+    token = RESUMING.set(task)  # a traced wait links to the trace context the ref kept
+    try:
+        return outcome(wait_task(client, task.task_id, **wait_options))
+    finally:
+        RESUMING.reset(token)

@@ -34,7 +34,7 @@ from mcp_tasks._subscription import Closed, Dropped, Notification, Subscription
 from mcp_tasks._tasks._helpers import cancel_task, outcome, task_id_of
 from mcp_tasks._tasks._options import CANCEL_BUDGET, WaitOptions, WaitSettings
 from mcp_tasks._tasks._protocol import TaskProtocol, decode, protocol_of
-from mcp_tasks._tasks._record import Recorder, store_of
+from mcp_tasks._tasks._record import Recorder, saved_ref, store_of
 from mcp_tasks._tasks._side import side_of
 from mcp_tasks._tasks._strategies import ReturnStrategy
 from mcp_tasks._trace_hook import NO_TASK_TRACE, TaskTrace
@@ -436,7 +436,9 @@ def call_and_await(
 
 
 def _run(client: Client, task: str | Status, settings: WaitSettings) -> Status:
-    with client.channel.tracing.task(task_id_of(task)) as trace:  # the wait's span, when the client traces
+    task_id = task_id_of(task)
+    saved = saved_ref(client, task_id, settings.store, settings.timeout)  # read only when traced: a resume's link
+    with client.channel.tracing.task(task_id, saved) as trace:  # the wait's span, when the client traces
         final = _waited(client, task, settings, trace)
         trace.finish(final)
         return final
