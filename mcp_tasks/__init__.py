@@ -37,7 +37,9 @@ from mcp_tasks._subscription import Closed, Dropped, Notification, Subscription
 from mcp_tasks._tasks import (
     CANCEL_BUDGET,
     CallOptions,
+    ManyOptions,
     WaitOptions,
+    as_completed,
     await_task,
     call_and_await,
     call_tool,
@@ -49,6 +51,8 @@ from mcp_tasks._tasks import (
     outcome,
     server_supports,
     update_task,
+    wait_all,
+    wait_any,
     wait_task,
 )
 from mcp_tasks._tasks._strategies import InputStrategy
@@ -68,6 +72,7 @@ __all__ = [
     "InputRequired",
     "InputStrategy",
     "InvalidStatus",
+    "ManyOptions",
     "McpError",
     "MemoryTokenStore",
     "Notification",
@@ -87,6 +92,7 @@ __all__ = [
     "TransportError",
     "WaitOptions",
     "__version__",
+    "as_completed",
     "await_task",
     "call_and_await",
     "call_tool",
@@ -98,6 +104,8 @@ __all__ = [
     "outcome",
     "server_supports",
     "update_task",
+    "wait_all",
+    "wait_any",
     "wait_task",
 ]
 

@@ -327,7 +327,13 @@ class Channel:
         return found
 
     def close(self, *, end_session: bool = True) -> None:
-        """Close the transport (`end_session` False: leave a 2025-era session open)."""
+        """Close the transport (`end_session` False: leave a 2025-era session open), after the
+        attachments that have a ``close()`` (their streams and threads).
+        """
+        for attached in list(self._attachments.values()):
+            close = getattr(attached, "close", None)
+            if callable(close):
+                close()
         if not end_session:
             self.transport.keep_session()
         self.transport.close()

@@ -13,6 +13,7 @@ from mcp_tasks._tasks._helpers import (
     task_id_of,
     update_task,
 )
+from mcp_tasks._tasks._many import ManyOptions, as_completed, wait_all, wait_any
 from mcp_tasks._tasks._options import CANCEL_BUDGET, DEFAULT_POLL_INTERVAL, WaitOptions
 from mcp_tasks._tasks._protocol import capabilities, invalid_task
 from mcp_tasks._tasks._wait import CallOptions, await_task, call_and_await, wait_task
@@ -21,7 +22,9 @@ __all__ = [
     "CANCEL_BUDGET",
     "DEFAULT_POLL_INTERVAL",
     "CallOptions",
+    "ManyOptions",
     "WaitOptions",
+    "as_completed",
     "await_task",
     "call_and_await",
     "call_tool",
@@ -35,5 +38,7 @@ __all__ = [
     "server_supports",
     "task_id_of",
     "update_task",
+    "wait_all",
+    "wait_any",
     "wait_task",
 ]

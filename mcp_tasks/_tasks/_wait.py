@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, cast
 
 import attrs
@@ -336,6 +337,37 @@ class _Wait:
     def _timed_out(self) -> TaskTimeout:
         assert self.settings.timeout is not None
         return TaskTimeout(self.task_id, self.settings.timeout, self.last)
+
+    # -- one task of many: the waits on a set of tasks (_many.py) drive these -----------------
+
+    def start(self, given: Status | None) -> Status | None:
+        """Take in the status the wait starts from: the final Status when it is already over."""
+        if given is None:
+            return None
+        self._notify(given)  # on_status hears the status the wait starts from
+        return given if given.terminal and given.detailed else None
+
+    def observe(self, status: Status) -> Status | None:
+        """Take in one status (input answered, on_status told): the final Status, or None."""
+        return self._observe(status)
+
+    def read(self) -> Status:
+        """Read the task once (on a 2025-era session, moving it along when it needs input)."""
+        return self._get()
+
+    def answering(self) -> AbstractContextManager[None]:
+        """While this block runs, a 2025-era server's requests naming the task come to this wait."""
+        if self.protocol.era == "modern":
+            return nullcontext()
+        return side_of(self.client.channel).answering(self.task_id, self._answer_request)
+
+    def poll_interval(self, status: Status) -> float:
+        """The interval before the next read: the task's own, or the wait's; floored."""
+        return self._interval(status)
+
+
+TaskWait = _Wait
+"""The wait on one task, for the waits on many tasks."""
 
 
 def wait_task(client: Client, task: str | Status, **options: Unpack[WaitOptions]) -> Status:
