@@ -327,16 +327,22 @@ class Channel:
         return found
 
     def close(self, *, end_session: bool = True) -> None:
-        """Close the transport (`end_session` False: leave a 2025-era session open), after the
-        attachments that have a ``close()`` (their streams and threads).
+        """Close the transport (`end_session` False: leave a 2025-era session open). Attachments
+        with a ``close()`` are closed first (their streams), those with a ``join()`` joined after
+        (their threads, which the transport's end unblocks).
         """
-        for attached in list(self._attachments.values()):
-            close = getattr(attached, "close", None)
+        attached = list(self._attachments.values())
+        for close in [getattr(a, "close", None) for a in attached]:
             if callable(close):
                 close()
-        if not end_session:
-            self.transport.keep_session()
-        self.transport.close()
+        try:
+            if not end_session:
+                self.transport.keep_session()
+            self.transport.close()
+        finally:
+            for join in [getattr(a, "join", None) for a in attached]:
+                if callable(join):
+                    join()
 
     # -- one exchange ---------------------------------------------------------------------------
 

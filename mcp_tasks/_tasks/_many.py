@@ -88,9 +88,18 @@ class Group:
     docstring). `next_done()` blocks until some tasks are over; `close()` lets the rest go.
     """
 
-    def __init__(self, client: Client, settings: WaitSettings, listen: bool, deadline: Deadline) -> None:
+    def __init__(
+        self,
+        client: Client,
+        settings: WaitSettings,
+        listen: bool,
+        deadline: Deadline,
+        *,
+        cancel_on_timeout: bool | None = None,
+    ) -> None:
         self.client = client
         self.settings = settings
+        self.cancel_on_timeout = settings.cancel_on_timeout if cancel_on_timeout is None else cancel_on_timeout
         self.listen = listen
         self.deadline = deadline
         self.watch = watch_of(client.channel)
@@ -113,24 +122,50 @@ class Group:
             given = task if isinstance(task, Status) else None
             wait = TaskWait(self.client, task_id, given, self.settings)
             wait.deadline = self.deadline
-            member = _Member(len(self.members), wait, given is not None)
-            self.members.append(member)
+            member = self._member(wait, given is not None)
             added.append(member)
-            self._open += 1
-            self._by_id.setdefault(task_id, []).append(member)
-            self._exits.enter_context(wait.answering())
             if self.listen:
                 (streamed if wait.protocol.era == "modern" else cued).append(task_id)
             final = wait.start(given)
             if final is not None:
                 self._finish(member, final)
             else:
-                self._schedule(member, 0.0 if given is None else wait.poll_interval(given))
+                self._schedule(member, self._first_read(wait, given))
         if streamed:
             self.watch.want(self.inbox, streamed, stream=True)
         if cued:
             self.watch.want(self.inbox, cued, stream=False)
         return added
+
+    def adopt(self, wait: TaskWait) -> Status:
+        """Drive one wait that has taken in its starting status (`wait_task(listen=True)`): read
+        the task now, then follow it on the shared stream; its final Status.
+        """
+        member = self._member(wait, wait.last is not None)
+        self._schedule(member, self._first_read(wait, wait.last))
+        if self.listen:
+            self.watch.want(self.inbox, [wait.task_id], stream=wait.protocol.era == "modern")
+        (done,) = self.next_done()
+        return _outcome(done)
+
+    def _first_read(self, wait: TaskWait, given: Status | None) -> float:
+        """Seconds until a new member's first read: at once for a bare id polled; a task going
+        on a stream is read when the stream acknowledges it (or gives it up): the watch cues it,
+        so this read is only the fallback.
+        """
+        if given is not None:
+            return wait.poll_interval(given)
+        if self.listen and wait.protocol.era == "modern":
+            return self.settings.poll_interval
+        return 0.0
+
+    def _member(self, wait: TaskWait, existed: bool) -> _Member:
+        member = _Member(len(self.members), wait, existed)
+        self.members.append(member)
+        self._open += 1
+        self._by_id.setdefault(wait.task_id, []).append(member)
+        self._exits.enter_context(wait.answering())
+        return member
 
     def next_done_ready(self) -> bool:
         """Whether some tasks are over and not yet handed out by `next_done`."""
@@ -239,7 +274,7 @@ class Group:
         timeout = self.settings.timeout or 0.0
         first = pending[0] if pending else self.members[0]
         statuses = [m.last() for m in pending]
-        if not self.settings.cancel_on_timeout:
+        if not self.cancel_on_timeout:
             return TaskTimeout(first.task_id, timeout, first.wait.last, pending=statuses)
         budget = Deadline(CANCEL_BUDGET)
         cancelled = True

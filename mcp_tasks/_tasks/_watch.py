@@ -3,6 +3,8 @@ waited on, by any thread, and the news they bring to the waits (a channel attach
 
 - Waits `want()` task ids into an `Inbox` and take news out of it in their own thread: a full
   Status (a notification that carries what the status needs) or a cue (`READ`: read the task once).
+  A task placed on a stream, or given up to polling, is cued once: its wait reads it then (not
+  before: one read per task when the stream brings the rest).
 - On a 2026-07-28 connection one manager thread (``mcp_tasks-watch``) opens the streams: new ids
   are gathered for a moment and placed on a stream of their own while fewer than `MAX_STREAMS` are
   open, else merged with the open ones into one stream (opened before the old ones close, so no
@@ -243,7 +245,7 @@ class Watch:
         with self.changed:
             for task_id in ids:
                 if task_id in self._wanted and task_id not in self._streamed:
-                    self._polled.add(task_id)
+                    self._poll(task_id)
 
     def _open(self, ids: list[str], merged: set[str]) -> bool:
         try:
@@ -258,30 +260,34 @@ class Watch:
             log.debug("the listen acknowledgement has no taskIds: the client's tasks are polled")
             self._no_listen()
             return False
-        if self._stop.is_set():
-            subscription.close()
-            return False
         self.opens += 1
-        asked = set(ids)
         with self.changed:
-            stream = _Stream(self, subscription, {i for i in accepted if isinstance(i, str) and i in asked})
-            self._streams.append(stream)
-            for old in self._streams[:-1]:
-                if merged and old.ids & self._wanted.keys() <= stream.ids:
-                    self._retire(old)  # merged into the new stream
-            for task_id in ids:
-                if task_id not in self._wanted:
-                    continue
-                if task_id in stream.ids:
-                    was = self._streamed.get(task_id)
-                    self._streamed[task_id] = stream
-                    if was is None:
-                        self._tell(task_id, READ)  # catch up on what came before the stream
-                else:
-                    self._polled.add(task_id)  # left out: its wait polls it
-            if not stream.ids & self._wanted.keys():
-                self._retire(stream)
-        return True
+            if not self._stop.is_set():
+                self._add_stream(subscription, accepted, ids, merged)
+                return True
+        subscription.close()  # the watch closed while this stream was opening
+        return False
+
+    def _add_stream(self, subscription: Subscription, accepted: list[Any], ids: list[str], merged: set[str]) -> None:
+        """Start following a new stream (the lock held): cue the ids it took, poll those it left."""
+        asked = set(ids)
+        stream = _Stream(self, subscription, {i for i in accepted if isinstance(i, str) and i in asked})
+        self._streams.append(stream)
+        for old in self._streams[:-1]:
+            if merged and old.ids & self._wanted.keys() <= stream.ids:
+                self._retire(old)  # merged into the new stream
+        for task_id in ids:
+            if task_id not in self._wanted:
+                continue
+            if task_id in stream.ids:
+                was = self._streamed.get(task_id)
+                self._streamed[task_id] = stream
+                if was is None:
+                    self._tell(task_id, READ)  # catch up on what came before the stream
+            else:
+                self._poll(task_id)  # left out: its wait polls it
+        if not stream.ids & self._wanted.keys():
+            self._retire(stream)
 
     def _open_failed(self, ids: list[str], exc: McpError) -> bool:
         if exc.code == METHOD_NOT_FOUND:
@@ -302,13 +308,19 @@ class Watch:
     def _no_listen(self) -> None:
         with self.changed:
             self._listen = False
-            self._polled.update(self._unplaced)
+            for task_id in self._unplaced:
+                self._poll(task_id)
             self._unplaced.clear()
+
+    def _poll(self, task_id: str) -> None:
+        """`task_id` is on no stream for good: its waits poll it, starting now (the lock held)."""
+        self._polled.add(task_id)
+        self._tell(task_id, READ)
 
     # -- closing ------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the streams and join the threads (the channel's close calls this)."""
+        """Close the streams (the channel's close calls this before the transport closes)."""
         self._stop.set()
         with self.changed:
             streams, self._streams = list(self._streams) + self._closing, []
@@ -316,9 +328,14 @@ class Watch:
             for stream in streams:
                 stream.closing = True
             self.changed.notify_all()
+        self._shut(streams)
+
+    def join(self) -> None:
+        """Join the manager thread (the channel's close calls this once the transport is closed,
+        which ends a stream it may be opening).
+        """
         if self._manager is not None:
             join_all([self._manager], CLOSE_TIMEOUT)
-        self._shut(streams)
 
 
 def watch_of(channel: Channel) -> Watch:
