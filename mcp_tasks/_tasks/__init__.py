@@ -2,6 +2,7 @@
 keeps per connection (registered on the client's channel; the core knows nothing of tasks).
 """
 
+from mcp_tasks._tasks._future import SubmitOptions, TaskFuture, submit
 from mcp_tasks._tasks._helpers import (
     call_tool,
     cancel_task,
@@ -23,6 +24,8 @@ __all__ = [
     "DEFAULT_POLL_INTERVAL",
     "CallOptions",
     "ManyOptions",
+    "SubmitOptions",
+    "TaskFuture",
     "WaitOptions",
     "as_completed",
     "await_task",
@@ -36,6 +39,7 @@ __all__ = [
     "may_create_task",
     "outcome",
     "server_supports",
+    "submit",
     "task_id_of",
     "update_task",
     "wait_all",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -112,25 +112,30 @@ class Group:
         self._open = 0
         self._exits = ExitStack()
 
-    def add(self, tasks: Iterable[str | Status]) -> list[_Member]:
-        """Start waiting for `tasks` (ids or Statuses)."""
+    def add(
+        self, tasks: Iterable[str | Status], settings: WaitSettings | None = None, listen: bool | None = None
+    ) -> list[_Member]:
+        """Start waiting for `tasks` (ids or Statuses), with the group's settings and listen, or
+        these.
+        """
+        listen = self.listen if listen is None else listen
         added: list[_Member] = []
         streamed: list[str] = []
         cued: list[str] = []
         for task in tasks:
             task_id = task_id_of(task)
             given = task if isinstance(task, Status) else None
-            wait = TaskWait(self.client, task_id, given, self.settings)
+            wait = TaskWait(self.client, task_id, given, settings or self.settings)
             wait.deadline = self.deadline
             member = self._member(wait, given is not None)
             added.append(member)
-            if self.listen:
+            if listen:
                 (streamed if wait.protocol.era == "modern" else cued).append(task_id)
             final = wait.start(given)
             if final is not None:
                 self._finish(member, final)
             else:
-                self._schedule(member, self._first_read(wait, given))
+                self._schedule(member, self._first_read(wait, given, listen))
         if streamed:
             self.watch.want(self.inbox, streamed, stream=True)
         if cued:
@@ -142,21 +147,21 @@ class Group:
         the task now, then follow it on the shared stream; its final Status.
         """
         member = self._member(wait, wait.last is not None)
-        self._schedule(member, self._first_read(wait, wait.last))
+        self._schedule(member, self._first_read(wait, wait.last, self.listen))
         if self.listen:
             self.watch.want(self.inbox, [wait.task_id], stream=wait.protocol.era == "modern")
         (done,) = self.next_done()
         return _outcome(done)
 
-    def _first_read(self, wait: TaskWait, given: Status | None) -> float:
+    def _first_read(self, wait: TaskWait, given: Status | None, listen: bool) -> float:
         """Seconds until a new member's first read: at once for a bare id polled; a task going
         on a stream is read when the stream acknowledges it (or gives it up): the watch cues it,
         so this read is only the fallback.
         """
         if given is not None:
             return wait.poll_interval(given)
-        if self.listen and wait.protocol.era == "modern":
-            return self.settings.poll_interval
+        if listen and wait.protocol.era == "modern":
+            return wait.settings.poll_interval
         return 0.0
 
     def _member(self, wait: TaskWait, existed: bool) -> _Member:
@@ -176,8 +181,9 @@ class Group:
         """How many tasks are not over yet."""
         return self._open
 
-    def next_done(self) -> list[_Member]:
-        """Block until some tasks are over (their `final` or `error` set), in the order seen.
+    def next_done(self, interrupted: Callable[[], bool] | None = None) -> list[_Member]:
+        """Block until some tasks are over (their `final` or `error` set), in the order seen, or
+        `interrupted()` (checked under the watch's lock whenever it wakes) says to return.
         Raises `TaskTimeout` (with `.pending`) when the deadline passes first.
         """
         while not self._done:
@@ -206,6 +212,8 @@ class Group:
             if self.deadline.at is not None:
                 wake = self.deadline.at if wake is None else min(wake, self.deadline.at)
             with self.watch.changed:
+                if interrupted is not None and interrupted():
+                    return []
                 if not self.inbox.news:
                     wait_condition(self.watch.changed, wake)
         done, self._done = self._done, []
@@ -249,7 +257,7 @@ class Group:
 
     def _interval(self, member: _Member) -> float:
         last = member.wait.last
-        return self.settings.poll_interval if last is None else member.wait.poll_interval(last)
+        return member.wait.settings.poll_interval if last is None else member.wait.poll_interval(last)
 
     def _schedule(self, member: _Member, after: float) -> None:
         member.due = time.monotonic() + after
