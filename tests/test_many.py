@@ -280,3 +280,14 @@ def test_legacy_tasks_many_at_once_with_input_for_one(
 
     statuses = mt.wait_all(client, tasks, timeout=30, input=accept_all, on_status=on_status)
     assert [text(mt.outcome(s)) for s in statuses] == ["held done"] * 3 + ["quick done", "hello Ada (accept)"]
+
+
+def test_one_reference_stream_takes_ten_thousand_ids(harness: Harness) -> None:
+    """The reference server's cap is 10,000 ids per stream (it was 100): unknown ids are left out."""
+    client = harness.client(server={"poll_interval": 600})
+    (task,) = start(client, 1)
+    ids = [f"unknown-{n}" for n in range(9_999)] + [task.task_id]
+    declared = {"io.modelcontextprotocol/clientCapabilities": mt.capabilities()}
+    with client.listen({"taskIds": ids}, meta=declared, timeout=30) as subscription:
+        assert subscription.accepted == {"taskIds": [task.task_id]}
+    release(client)

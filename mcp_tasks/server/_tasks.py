@@ -4,6 +4,7 @@ that parks a task until ``tasks/update`` answers it, cancellation, TTL expiry an
 
 from __future__ import annotations
 
+import collections
 import datetime
 import itertools
 import logging
@@ -219,6 +220,8 @@ class TaskRuntime:
         self._lock = threading.Lock()
         self._tasks: dict[str, TaskRecord] = {}
         self._workers: dict[TaskRecord, threading.Thread] = {}
+        # Tasks beyond max_jobs wait here, working, until a worker is free (oldest first).
+        self._queued: collections.deque[tuple[TaskRecord, Tool, ToolContext, dict[str, Any]]] = collections.deque()
         self._numbers = itertools.count(1)
         self._timers: set[threading.Thread] = set()
         self._stopping = threading.Event()
@@ -232,23 +235,38 @@ class TaskRuntime:
     def create(
         self, tool: Tool, arguments: dict[str, Any], principal: str | None, meta: dict[str, Any] | None = None
     ) -> TaskRecord:
-        """Store a new task and start its tool; refused with a retryable error at capacity."""
+        """Store a new task and start its tool, or queue it (working) while `max_jobs` tools run;
+        refused with a retryable error when `max_tasks` are stored.
+        """
         with self._lock:
             if self._closed:
                 raise McpError(INTERNAL_ERROR, "The server is shutting down")
             self._reap_locked()
-            if len(self._workers) >= self.max_jobs:
-                raise _capacity("max_jobs", self.max_jobs, "tasks are running")
             if len(self._tasks) >= self.max_tasks:
                 raise _capacity("max_tasks", self.max_tasks, "tasks are stored")
             record = TaskRecord(self, secrets.token_urlsafe(24), principal, tool.name, self.ttl_ms, self.poll_ms)
             self._tasks[record.task_id] = record
             record.created = record.creation()  # as it stands before its tool starts
             context = ToolContext(cancelled=record.cancel_event, task=record, principal=principal, meta=meta)
-            self._workers[record] = start_thread(
-                f"server-task-{next(self._numbers)}", lambda: self._run(record, tool, context, arguments)
-            )
+            if len(self._workers) >= self.max_jobs:
+                self._queued.append((record, tool, context, arguments))
+            else:
+                self._start_locked(record, tool, context, arguments)
         return record
+
+    def _start_locked(self, record: TaskRecord, tool: Tool, context: ToolContext, arguments: dict[str, Any]) -> None:
+        self._workers[record] = start_thread(
+            f"server-task-{next(self._numbers)}", lambda: self._run(record, tool, context, arguments)
+        )
+
+    def _next_locked(self) -> None:
+        """Start queued tasks while workers are free (a task cancelled in the queue is skipped)."""
+        while self._queued and len(self._workers) < self.max_jobs and not self._closed:
+            record, tool, context, arguments = self._queued.popleft()
+            if not record.terminal and not record.cancel_event.is_set():
+                self._start_locked(record, tool, context, arguments)
+            elif not record.terminal:
+                record.cancel()
 
     def lookup(self, task_id: object, principal: str | None) -> TaskRecord:
         """The task with this id, if it exists, has not expired, and belongs to `principal`."""
@@ -259,6 +277,17 @@ class TaskRuntime:
         if record is None or record.principal != principal or record.expired():
             raise McpError(INVALID_PARAMS, UNKNOWN_TASK)
         return record
+
+    def visible_ids(self, task_ids: list[str], principal: str | None) -> list[str]:
+        """Those of `task_ids` that `principal` may see, in order (one reaping for them all)."""
+        with self._lock:
+            self._reap_locked()
+            found = [self._tasks.get(task_id) for task_id in task_ids]
+        return [
+            i
+            for i, r in zip(task_ids, found, strict=True)
+            if r is not None and r.principal == principal and not r.expired()
+        ]
 
     def visible(self, task_id: str, principal: str | None) -> bool:
         """Whether `principal` may see this task (it exists and has not expired)."""
@@ -289,6 +318,11 @@ class TaskRuntime:
             self._closed = True
             workers = dict(self._workers)
             timers = list(self._timers)
+            queued = [entry[0] for entry in self._queued]
+            self._queued.clear()
+        for record in queued:
+            if not record.terminal:
+                record.cancel()
         join_all(timers, timeout)
         for record in workers:
             record.cancel_event.set()
@@ -319,6 +353,7 @@ class TaskRuntime:
         finally:
             with self._lock:
                 self._workers.pop(record, None)
+                self._next_locked()
 
     @staticmethod
     def _crashed(record: TaskRecord, tool: Tool, exc: BaseException) -> None:
