@@ -215,6 +215,23 @@ def test_a_stream_that_keeps_dropping_is_reopened_a_bounded_number_of_times(
     assert listens(server) == 3
 
 
+def test_a_cap_on_ids_per_stream_means_a_few_streams_and_polls_beyond(
+    listen_server: Callable[..., ListenTasksServer],
+) -> None:
+    """The server takes at most 2 ids per stream: the watch learns it from the -32602, opens at
+    most MAX_STREAMS streams, and polls the rest; the tasks complete on the second stream."""
+    server = listen_server(cap=2, complete_on_listen=2, poll_ms=100)
+    with mt.Client.http(server.url, timeout=10) as client:
+        tasks = [t for t in (mt.call_tool(client, "job") for _ in range(6)) if isinstance(t, mt.Status)]
+        statuses = mt.wait_all(client, tasks, timeout=30)
+        assert {s.wire_status for s in statuses} == {"completed"}
+    asked = [
+        len(e["params"]["notifications"]["taskIds"])
+        for e in server.journal.events(lambda e: e.get("rpc") == "subscriptions/listen")
+    ]
+    assert max(asked) == 6 and asked.count(1) + asked.count(2) >= 2
+
+
 def test_a_task_the_server_forgets_ends_its_wait_with_a_clear_error(
     listen_server: Callable[..., ListenTasksServer],
 ) -> None:

@@ -6,7 +6,8 @@
 - it drops the first ``drop`` streams right after acknowledging them (the connection closes);
 - when ``complete_on_listen`` streams have been asked for, every task completes, and the streams
   open then hear ``notifications/tasks`` without the result (a cue: the client must read it);
-- ``forget`` (a tool) makes it forget every task: ``tasks/get`` answers -32602 from then on.
+- ``forget`` (a tool) makes it forget every task: ``tasks/get`` answers -32602 from then on;
+- a stream asking for more than ``cap`` ids is refused with -32602.
 
 Tools: ``job`` (a task, working until the completion above), ``forget``.
 """
@@ -27,8 +28,11 @@ TOOLS = [{"name": name, "inputSchema": {"type": "object"}} for name in ("job", "
 
 
 class ListenTasksServer(SocketHttpServer):
-    def __init__(self, *, ack_every: int = 1, drop: int = 0, complete_on_listen: int = 1, poll_ms: int = 50) -> None:
+    def __init__(
+        self, *, ack_every: int = 1, drop: int = 0, complete_on_listen: int = 1, poll_ms: int = 50, cap: int = 10_000
+    ) -> None:
         super().__init__("listen-tasks")
+        self.cap = cap
         self.ack_every = ack_every
         self.drop = drop
         self.complete_on_listen = complete_on_listen
@@ -100,6 +104,10 @@ class ListenTasksServer(SocketHttpServer):
     def _listen(self, request_id: Any, params: dict[str, Any], conn: HttpConn) -> bool:
         asked = obj(params.get("notifications")).get("taskIds")
         ids = [i for i in asked if isinstance(i, str)] if isinstance(asked, list) else []
+        if len(ids) > self.cap:
+            error = {"code": -32602, "message": f"taskIds must contain at most {self.cap} entries"}
+            conn.json("200 OK", {"jsonrpc": "2.0", "id": request_id, "error": error})
+            return True
         acknowledged = ids[:: self.ack_every]
         meta = {"io.modelcontextprotocol/subscriptionId": request_id}
         conn.open_sse(priming=False)
