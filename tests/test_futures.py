@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 
 import mcp_tasks as mt
-from tests.conftest import Harness, eventually, mcp_threads, release
+from tests.conftest import STREAM_GONE, Harness, eventually, mcp_threads, open_streams, release
 from tests.test_issue15_regressions import TRANSPORTS as LEGACY_TRANSPORTS
 from tests.test_issue15_regressions import Legacy, servers, text  # noqa: F401  (the fixture)
 
@@ -97,3 +97,19 @@ def test_legacy_futures(servers: Callable[..., Legacy], transport: str) -> None:
     assert text(quick.result(timeout=30)) == "quick done"
     client.call_tool("release")
     assert text(held.result(timeout=30)) == "held done"
+
+
+def test_ids_arriving_apart_get_streams_then_one_merged_stream(harness: Harness) -> None:
+    """A stream per batch while fewer than two are open; the third batch merges them all into one
+    (opened before the old ones close); each stream closes once its tasks are done."""
+    client = harness.client(server={"poll_interval": 600})
+    futures = []
+    for count in (1, 2, 1):
+        futures.append(mt.submit(client, "slow_compute", {"block": True}))
+        # (over HTTP the server sees a closed stream at its next keep-alive: STREAM_GONE)
+        eventually(lambda count=count: open_streams(client) == count, timeout=STREAM_GONE, message=f"{count}")
+    release(client)
+    assert [f.result(timeout=30)["structuredContent"]["computed"] for f in futures] == [True] * 3
+    eventually(lambda: open_streams(client) == 0, timeout=STREAM_GONE, message="streams closed")
+    gets = client.call_tool("stats", {"method": "tasks/get"})["structuredContent"]["times"]
+    assert len(gets) == 3  # one read per task, when its first stream took it; none for the merge

@@ -45,7 +45,9 @@ MAX_STREAMS = 2
 MAX_REOPENS = 3
 MAX_OPEN_FAILURES = 3
 GATHER = 0.02
-"""Seconds new ids are gathered before a stream is opened for them (10,000 creations, few opens)."""
+"""Seconds new ids are gathered before a stream is opened for them (10,000 creations, few opens)..."""
+MERGE_GATHER = 0.25
+"""...and before the open streams are merged with them into one (a larger stream, reopened less often)."""
 OPEN_TIMEOUT = 10.0
 CLOSE_TIMEOUT = 5.0
 
@@ -69,6 +71,7 @@ class _Stream:
     def __init__(self, watch: Watch, subscription: Subscription, ids: set[str]) -> None:
         self.subscription = subscription
         self.ids = ids
+        self.live = 0  # how many of its ids are wanted and followed on it
         self.closing = False
         self.thread = start_thread(f"watch-{subscription.id}", lambda: watch.forward(self))
 
@@ -120,6 +123,11 @@ class Watch:
                     self._unplaced.discard(task_id)
                     self._polled.discard(task_id)
                     self._drops.pop(task_id, None)
+                    stream = self._streamed.pop(task_id, None)
+                    if stream is not None:
+                        stream.live -= 1
+                        if stream.live <= 0 and stream in self._streams:
+                            self._retire(stream)  # narrowed to nothing: the manager closes it
             self.changed.notify_all()
 
     def streamed(self, task_id: str) -> bool:
@@ -188,7 +196,6 @@ class Watch:
     def _manage(self) -> None:
         while not self._stop.is_set():
             with self.changed:
-                self._close_idle()
                 closing, self._closing = self._closing, []
                 if not closing and not self._unplaced:
                     self.changed.wait()
@@ -196,24 +203,20 @@ class Watch:
             self._shut(closing)
             if not self._unplaced:
                 continue
-            self._stop.wait(GATHER)
+            self._stop.wait(GATHER if len(self._streams) < MAX_STREAMS else MERGE_GATHER)
             with self.changed:
                 batch = set(self._unplaced)
                 self._unplaced.clear()
                 streams = len(self._streams)
-                merged = set().union(*(s.ids for s in self._streams)) & set(self._wanted)
+                merged = set(self._streamed)  # wanted ids on the open streams
             if not batch or self._stop.is_set():
                 continue
             if streams < MAX_STREAMS:
                 self._place(batch, set(), MAX_STREAMS - streams)
+            elif streams == MAX_STREAMS and (self._cap is None or len(merged) + len(batch) <= self._cap):
+                self._place(batch, merged, 1, split=False)
             else:
-                self._place(batch, merged, 1)
-
-    def _close_idle(self) -> None:
-        """Close streams none of whose ids is wanted any more (the lock held; closed elsewhere)."""
-        for stream in list(self._streams):
-            if not stream.ids & self._wanted.keys():
-                self._retire(stream)
+                self._place(batch, set(), 0)  # no room: polled
 
     def _retire(self, stream: _Stream) -> None:
         stream.closing = True
@@ -229,15 +232,16 @@ class Watch:
             stream.subscription.close()
         join_all([s.thread for s in streams], CLOSE_TIMEOUT)
 
-    def _place(self, batch: set[str], merged: set[str], slots: int) -> None:
+    def _place(self, batch: set[str], merged: set[str], slots: int, *, split: bool = True) -> None:
         """Open up to `slots` streams for `batch` (and `merged`, ids already on streams: their
-        streams close once the new one is acknowledged); what finds no place is polled.
+        streams close once the new one is acknowledged; never `split` then, so that the streams
+        stay at most ``MAX_STREAMS + 1``); what finds no place is polled.
         """
         ids = sorted(merged) + sorted(batch - merged)
         while ids and slots > 0 and self._listen and not self._stop.is_set():
             chunk = ids if self._cap is None else ids[: self._cap]
-            if not self._open(chunk, merged):
-                if self._cap is not None and self._cap < len(chunk):
+            if not self._open(chunk):
+                if split and self._cap is not None and self._cap < len(chunk):
                     continue  # the cap was just learnt: try the smaller chunk
                 break
             ids = ids[len(chunk) :]
@@ -247,7 +251,7 @@ class Watch:
                 if task_id in self._wanted and task_id not in self._streamed:
                     self._poll(task_id)
 
-    def _open(self, ids: list[str], merged: set[str]) -> bool:
+    def _open(self, ids: list[str]) -> bool:
         try:
             if self._meta is None:
                 self._meta = protocol_of(self.channel, Deadline(OPEN_TIMEOUT)).meta()
@@ -263,31 +267,32 @@ class Watch:
         self.opens += 1
         with self.changed:
             if not self._stop.is_set():
-                self._add_stream(subscription, accepted, ids, merged)
+                self._add_stream(subscription, accepted, ids)
                 return True
         subscription.close()  # the watch closed while this stream was opening
         return False
 
-    def _add_stream(self, subscription: Subscription, accepted: list[Any], ids: list[str], merged: set[str]) -> None:
+    def _add_stream(self, subscription: Subscription, accepted: list[Any], ids: list[str]) -> None:
         """Start following a new stream (the lock held): cue the ids it took, poll those it left."""
         asked = set(ids)
         stream = _Stream(self, subscription, {i for i in accepted if isinstance(i, str) and i in asked})
         self._streams.append(stream)
-        for old in self._streams[:-1]:
-            if merged and old.ids & self._wanted.keys() <= stream.ids:
-                self._retire(old)  # merged into the new stream
         for task_id in ids:
             if task_id not in self._wanted:
                 continue
             if task_id in stream.ids:
                 was = self._streamed.get(task_id)
                 self._streamed[task_id] = stream
+                stream.live += 1
                 if was is None:
                     self._tell(task_id, READ)  # catch up on what came before the stream
-            else:
+                else:
+                    was.live -= 1  # merged into the new stream
+            elif task_id not in self._streamed:
                 self._poll(task_id)  # left out: its wait polls it
-        if not stream.ids & self._wanted.keys():
-            self._retire(stream)
+        for old in list(self._streams):
+            if old.live <= 0:
+                self._retire(old)  # nothing left on it (merged, or narrowed meanwhile)
 
     def _open_failed(self, ids: list[str], exc: McpError) -> bool:
         if exc.code == METHOD_NOT_FOUND:
