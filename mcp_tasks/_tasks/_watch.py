@@ -105,8 +105,12 @@ class Watch:
         with self.changed:
             for task_id in ids:
                 self._wanted.setdefault(task_id, []).append(inbox)
-                if stream and self._listen and task_id not in self._streamed and task_id not in self._polled:
-                    self._unplaced.add(task_id)
+                if not stream:
+                    continue
+                if self._listen and task_id not in self._streamed and task_id not in self._polled:
+                    self._unplaced.add(task_id)  # the cue comes when a stream takes it, or not
+                else:
+                    inbox.news[task_id] = READ  # already placed (or no listen): read it now
             if stream and self._unplaced and self._manager is None and not self._stop.is_set():
                 self._manager = start_thread("watch", self._manage)
             self.changed.notify_all()
