@@ -7,6 +7,7 @@ Ways compared, in one run:
   listen   mt.wait_all(client, tasks)               (listen=None: the shared stream)
   poll     mt.wait_all(client, tasks, listen=False) (the per-task poll schedule)
   threads  one thread per mt.await_task (polling)   (the way before issue 17: the baseline)
+  futures  mt.submit for each, then future.result() (followed from creation on, by one thread)
 
 Columns: wall over the ideal (the ideal is the moment the last task finished on the server: the
 tool reports time.monotonic(), one clock for every process on Linux), client CPU per task (ms),
@@ -91,6 +92,12 @@ def threads_way(client: mt.Client, tasks: list[mt.Status]) -> list[dict[str, Any
     return results
 
 
+def futures_way(client: mt.Client, size: int, seconds: float) -> list[dict[str, Any]]:
+    """mt.submit: the watcher follows each task from its creation on, while the others are made."""
+    futures = [mt.submit(client, "nap", {"seconds": seconds}) for _ in range(size)]
+    return [f.result(timeout=600) for f in futures]
+
+
 WAYS: dict[str, Callable[[mt.Client, list[mt.Status]], list[dict[str, Any]]]] = {
     "listen": lambda c, t: [mt.outcome(s) for s in mt.wait_all(c, t, timeout=600)],
     "poll": lambda c, t: [mt.outcome(s) for s in mt.wait_all(c, t, timeout=600, listen=False)],
@@ -127,9 +134,12 @@ def run(transport: str, way: str, size: int, seconds: float) -> dict[str, float]
         peak = Peak()
         cpu = time.process_time()
         started = time.monotonic()
-        tasks = [mt.call_tool(client, "nap", {"seconds": seconds}) for _ in range(size)]
-        statuses = [t for t in tasks if isinstance(t, mt.Status)]
-        results = WAYS[way](client, statuses)
+        if way == "futures":
+            results = futures_way(client, size, seconds)
+        else:
+            tasks = [mt.call_tool(client, "nap", {"seconds": seconds}) for _ in range(size)]
+            statuses = [t for t in tasks if isinstance(t, mt.Status)]
+            results = WAYS[way](client, statuses)
         ended = time.monotonic()
         cpu = time.process_time() - cpu
         threads = peak.stop()
@@ -152,7 +162,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="100,1000,10000")
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--transports", default="http,stdio")
-    parser.add_argument("--ways", default="listen,poll,threads")
+    parser.add_argument("--ways", default="listen,poll,futures,threads")
     args = parser.parse_args()
     print(
         f"{'transport':9} {'N':>6} {'way':8} {'ideal s':>8} {'late s':>7} {'cpu ms/task':>11} {'cpu/threads':>11} "
