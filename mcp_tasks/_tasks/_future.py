@@ -53,7 +53,7 @@ class SubmitOptions(TypedDict, total=False):
     on_status: OnStatus | None
 
 
-class TaskFuture(concurrent.futures.Future):  # type: ignore[type-arg]  # Future[dict[str, Any]] on 3.9+ only at runtime
+class TaskFuture(concurrent.futures.Future[dict[str, Any]]):
     """A tool call's CallToolResult to come: `result()` returns it or raises the outcome's
     exception (`TaskFailed`, `TaskCancelled`, `InputRequired`, an `McpError`). `task_id` is the
     task's id (None for a tool that ran synchronously) and `status` the latest Status seen.
