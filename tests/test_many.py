@@ -248,14 +248,22 @@ def test_a_task_the_server_forgets_ends_its_wait_with_a_clear_error(
 
 
 class Expiring:
-    """A direct server whose one task stays working, created long ago with a ttl of 1 s."""
+    """A direct server whose one task, created long ago with a ttl of 1 s, is working at the first
+    read and unknown (-32602) from the second on."""
+
+    def __init__(self) -> None:
+        self.gets = 0
 
     def handle(self, message: dict[str, Any], exchange: Exchange) -> dict[str, Any] | None:
         if "id" not in message:
             return None
         if message["method"] == "server/discover":
             result: dict[str, Any] = {"supportedVersions": ["2026-07-28"]}
+        elif self.gets > 0:
+            error = {"code": -32602, "message": "Unknown or inaccessible taskId"}
+            return {"jsonrpc": "2.0", "id": message["id"], "error": error}
         else:
+            self.gets += 1
             result = {
                 "resultType": "complete",
                 "taskId": "old-task-0001",
@@ -267,10 +275,11 @@ class Expiring:
         return {"jsonrpc": "2.0", "id": message["id"], "result": result}
 
 
-def test_a_task_past_its_ttl_ends_its_wait_with_a_clear_error() -> None:
+def test_a_task_that_expired_ends_its_wait_with_a_clear_error() -> None:
     with mt.Client.direct(Expiring()) as client, pytest.raises(mt.McpError) as raised:
         mt.wait_any(client, ["old-task-0001"], timeout=30, listen=False)
     assert raised.value.data["reason"] == "expired"
+    assert "createdAt + ttlMs" in raised.value.message and "old-task-0001" not in raised.value.message
 
 
 # -- 2025-11-25 servers: the session's status notifications are cues ---------------------------

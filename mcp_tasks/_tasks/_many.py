@@ -237,7 +237,9 @@ class Group:
             raise self._timed_out() from None
         except McpError as exc:
             if exc.code == INVALID_PARAMS and member.existed and exc.kind != "transport":
-                self._fail(member, gone(member.task_id, "forgotten", exc))
+                last = member.wait.last
+                why = "expired" if last is not None and expired(last) else "forgotten"
+                self._fail(member, gone(member.task_id, why, exc))
                 return
             if isinstance(exc, (TransportError, RequestTimeout)) and member.failures < MAX_FAILURES:
                 member.failures += 1  # the transport already retried: back off, then read again
@@ -247,8 +249,6 @@ class Group:
         member.failures = 0
         if final is not None:
             self._finish(member, final)
-        elif expired(status):
-            self._fail(member, gone(member.task_id, "expired"))
         else:
             streamed = self.watch.streamed(member.task_id) and not member.wait.input_declined
             just_answered = member.wait.just_answered  # read soon after input was sent

@@ -51,9 +51,14 @@ def expired(status: Status, now: datetime.datetime | None = None) -> bool:
 
 
 def gone(task_id: str, why: str, cause: McpError | None = None) -> McpError:
-    """The error that ends the wait of a task the server no longer has."""
+    """The error that ends the wait of a task the server no longer has (-32602 after it existed):
+    `why` is "expired" when it was past its ``createdAt + ttlMs``, else "forgotten". Only the
+    server's answer ends a wait: a task past its TTL that the server still reports is waited for
+    (the two clocks, or the server's stamps, may be off).
+    """
     text = {
-        "expired": "is past its createdAt + ttlMs without finishing: the server may drop it at any time",
+        "expired": "expired: it was past its createdAt + ttlMs, and the server no longer knows it "
+        "(-32602); its result is lost",
         "forgotten": "is no longer known to the server (it answered -32602 after the task existed): "
         "it expired or was deleted, and its result is lost",
     }[why]
