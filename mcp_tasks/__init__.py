@@ -33,6 +33,7 @@ from mcp_tasks._oauth import FileTokenStore, MemoryTokenStore, OAuth, TokenStore
 from mcp_tasks._options import ClientOptions
 from mcp_tasks._retry import Retry
 from mcp_tasks._status import Status, TaskState
+from mcp_tasks._store import SqliteTaskStore, StoreError, TaskRef, TaskStore
 from mcp_tasks._subscription import Closed, Dropped, Notification, Subscription
 from mcp_tasks._tasks import (
     CANCEL_BUDGET,
@@ -51,6 +52,7 @@ from mcp_tasks._tasks import (
     list_tasks,
     may_create_task,
     outcome,
+    resume,
     server_supports,
     submit,
     update_task,
@@ -84,14 +86,18 @@ __all__ = [
     "ProtocolError",
     "RequestTimeout",
     "Retry",
+    "SqliteTaskStore",
     "Status",
     "StatusDisplay",
+    "StoreError",
     "SubmitOptions",
     "Subscription",
     "TaskCancelled",
     "TaskFailed",
     "TaskFuture",
+    "TaskRef",
     "TaskState",
+    "TaskStore",
     "TaskTimeout",
     "TokenStore",
     "TransportError",
@@ -107,6 +113,7 @@ __all__ = [
     "list_tasks",
     "may_create_task",
     "outcome",
+    "resume",
     "server_supports",
     "submit",
     "update_task",

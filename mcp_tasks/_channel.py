@@ -8,7 +8,8 @@ to the one owner registered for it. It knows nothing of tasks: the tasks code ke
 an attachment (`attachment`) and registers its owners on the dispatcher.
 
 Its public methods are the semi-public API that the tasks code (and any other extension) uses:
-`agree`, `send`, `list_tools`, `envelope`, `open_listen`, `attachment`, `dispatcher`.
+`agree`, `send`, `list_tools`, `envelope`, `open_listen`, `attachment`, `dispatcher`, `tracing`
+(the tracing hook: `NO_TRACING`, which does nothing, unless the client traces).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from mcp_tasks._errors import (
 from mcp_tasks._input import NoHandler, answer_all
 from mcp_tasks._options import ClientSettings
 from mcp_tasks._subscription import Subscription
+from mcp_tasks._trace_hook import tracing_for
 from mcp_tasks._wire import (
     EXTENSION_RESULT_TYPES,
     META_CLIENT_CAPABILITIES,
@@ -85,6 +87,7 @@ class Channel:
         self.settings = settings
         self.capabilities = settings.capabilities
         self.dispatcher = Dispatcher(settings.input_handlers, settings.on_notification)
+        self.tracing = tracing_for(self)  # NO_TRACING unless asked: nothing imported
         self._info = settings.info
         self._envelope = {
             META_PROTOCOL_VERSION: PROTOCOL_VERSION,
@@ -301,7 +304,7 @@ class Channel:
                 kind="protocol",
             )
         listen_id = self._next_id()
-        body = {"notifications": dict(notifications), "_meta": self._meta_of(None, meta)}
+        body = self.tracing.inject({"notifications": dict(notifications), "_meta": self._meta_of(None, meta)})
         log.debug("-> subscriptions/listen #%s", listen_id)
         stream = self.transport.open_stream(request(listen_id, "subscriptions/listen", body), deadline)
         subscription = Subscription(stream, listen_id, max_buffer=max_buffer, overflow=overflow)
@@ -435,6 +438,23 @@ class Channel:
     ) -> dict[str, Any]:
         deadline.step()  # out of time: RequestTimeout before anything is sent
         request_id = self._next_id()
+        return self.tracing.round_trip(
+            method,
+            request_id,
+            params,
+            lambda sent: self._one_request(request_id, method, sent, deadline, headers, on_request, cancellable),
+        )
+
+    def _one_request(
+        self,
+        request_id: int,
+        method: str,
+        params: dict[str, Any],
+        deadline: Deadline,
+        headers: Mapping[str, str] | None,
+        on_request: RequestOwner | None,
+        cancellable: bool,
+    ) -> dict[str, Any]:
         message = request(request_id, method, params)
         log.debug("-> %s #%s", method, request_id)
         if on_request is not None:

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import html
 import importlib
+import os
 import sys
 import threading
 import time
+import unicodedata
 from collections.abc import Callable
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any
@@ -23,7 +25,16 @@ from mcp_tasks._threads import start_thread
 if TYPE_CHECKING:
     from mcp_tasks._status import Status
 
-__all__ = ["StatusDisplay", "error_html", "error_rows", "pretty", "status_html", "status_line", "status_rows"]
+__all__ = [
+    "StatusDisplay",
+    "clip",
+    "error_html",
+    "error_rows",
+    "pretty",
+    "status_html",
+    "status_line",
+    "status_rows",
+]
 
 TICK = 1.0
 """How often a live terminal line redraws its elapsed time (seconds)."""
@@ -74,6 +85,29 @@ def status_line(status: Status, elapsed: float | None = None) -> str:
     clock = f"[{_clock(elapsed)}] " if elapsed is not None else ""
     message = f": {status.status_message}" if status.status_message else ""
     return _redact(status, f"{clock}{status.wire_status}{message}")
+
+
+def clip(text: str, columns: int) -> str:
+    """`text` on one line of a terminal `columns` wide: control characters (a server's newlines,
+    tabs, escapes) become spaces, wide characters count twice, and what does not fit is cut with
+    an ellipsis, so the line never wraps (the last column is left free: some terminals wrap there).
+    """
+    flat = "".join(" " if unicodedata.category(ch) == "Cc" else ch for ch in text)
+    room = max(columns - 1, 1)
+    width, cut = 0, None
+    for index, ch in enumerate(flat):
+        width += _width(ch)
+        if width > room - 1 and cut is None:
+            cut = index
+        if width > room:
+            return flat[: cut if cut is not None else index] + "…"
+    return flat
+
+
+def _width(ch: str) -> int:
+    if unicodedata.combining(ch):
+        return 0
+    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
 
 
 def status_html(status: Status) -> str:
@@ -233,9 +267,15 @@ class StatusDisplay:
         except ValueError:  # a closed stream
             return False
 
+    def _columns(self) -> int:
+        try:
+            return os.get_terminal_size(self.stream.fileno()).columns or 80
+        except (AttributeError, OSError, ValueError):
+            return 80
+
     def _draw(self) -> None:
         assert self._last is not None
-        line = status_line(self._last, time.monotonic() - self._started)
+        line = clip(status_line(self._last, time.monotonic() - self._started), self._columns())
         self.stream.write("\r\x1b[K" + line)
         self.stream.flush()
         self._drawn = True

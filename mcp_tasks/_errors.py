@@ -9,7 +9,8 @@ McpError(Exception)                            code, message, data, kind, cause
  |                                             protocol); retrying will not help
  +- OAuthError                                 authorization failed (AUTHORIZATION_FAILED, kind authorization)
  +- TaskFailed                                 the task failed; code, message, data from its error
- +- TaskTimeout(McpError, TimeoutError)        a wait ran out of time (REQUEST_TIMEOUT); the task keeps running
+ +- TaskTimeout(McpError, TimeoutError)        a wait ran out of time (REQUEST_TIMEOUT, kind extension); the
+ |                                             task keeps running
 TaskCancelled(Exception)                  the task was cancelled (an outcome, not a protocol error)
 InputRequired(Exception)                  the task needs input this wait did not answer
 InvalidStatus(ValueError)                 a task map from the wire that does not decode
@@ -17,9 +18,11 @@ InputError(Exception)                     raised by an input handler that cannot
 ```
 
 Subclasses also derive from the builtin they resemble, so ``except TimeoutError`` catches a wait that
-ran out of time. ``str(error)`` is the message alone (`TaskFailed` adds the task). Every error of
+ran out of time. ``str(error)`` is the message alone (`TaskFailed` adds the task); ``repr(error)``
+has one shape for all, ``Name(message=..., code=..., kind=..., task=...)`` with the fields it has. Every error of
 kind transport that a request raises is a `TransportError`, and only those are ever retried;
-`TaskTimeout` is the wait's own deadline, not the connection's, and is not one. Messages name what
+`TaskTimeout` is the wait's own deadline, not the connection's, and is not one: its kind is
+``extension`` (the Tasks extension's wait), never ``transport``. Messages name what
 they are about: the task (by its `short_id`, never the whole id, even where the server's own text
 embeds it), the method, the URL, the limit, the reason.
 
@@ -124,6 +127,21 @@ class _Displayed:
         assert isinstance(self, BaseException)
         return error_html(self)
 
+    def __repr__(self) -> str:
+        """One shape for every error: ``Name(message=..., code=..., kind=..., task=...)``, the
+        fields it has, the task by its short id.
+        """
+        assert isinstance(self, BaseException)
+        parts = [f"message={getattr(self, 'message', str(self))!r}"]
+        for name in ("code", "kind"):
+            value = getattr(self, name, None)
+            if value is not None:
+                parts.append(f"{name}={value!r}")
+        status = getattr(self, "status", None)
+        if status is not None:
+            parts.append(f"task={short_id(status.task_id)!r}")
+        return f"{type(self).__name__}({', '.join(parts)})"
+
 
 class McpError(_Displayed, Exception):
     """An MCP request failed: a JSON-RPC error from the server, or one the client made.
@@ -152,9 +170,6 @@ class McpError(_Displayed, Exception):
 
     def __str__(self) -> str:
         return self.message
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(code={self.code}, message={self.message!r}, kind={self.kind!r})"
 
     @classmethod
     def from_wire(cls, error: object) -> McpError:
@@ -268,6 +283,9 @@ class TaskFailed(McpError):
 class TaskTimeout(McpError, TimeoutError):
     """A wait ran out of time. The task keeps running on the server: wait again, or cancel it.
 
+    Kind ``extension``: the Tasks wait's own deadline, not the connection's (it is not a
+    `TransportError`, and is never retried).
+
     `data` holds ``taskId`` and ``timeoutMs`` (the configured timeout); `.status` is the last status
     the wait read, or None when it read none; `.cancelled` is True when the wait cancelled the task
     (``cancel_on_timeout=True``); `.pending` lists the last Status of each unfinished task.
@@ -286,7 +304,8 @@ class TaskTimeout(McpError, TimeoutError):
         then = (
             "it was cancelled (cancel_on_timeout)"
             if cancelled
-            else "it is still running on the server: wait for it again, or cancel it"
+            else "it is still running on the server: wait for it again by its id "
+            "(timeout=None waits as long as it takes), or cancel it"
         )
         what = f"Task {short_id(task_id)}"
         if pending is not None and len(pending) > 1:  # a wait on many tasks (wait_all, ...)
@@ -300,7 +319,7 @@ class TaskTimeout(McpError, TimeoutError):
             REQUEST_TIMEOUT,
             f"{what} did not finish within {seconds(timeout)}{last}; {then}",
             {"taskId": task_id, "timeoutMs": _millis(timeout)},
-            "transport",
+            "extension",
             ("timeout", status),
         )
         self.status = status

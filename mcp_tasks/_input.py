@@ -10,13 +10,16 @@ from __future__ import annotations
 import math
 import urllib.parse
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
 from mcp_tasks._errors import INTERNAL_ERROR, InputError, McpError
 from mcp_tasks._input_kinds import INPUT_KINDS, kind_of
 from mcp_tasks._redact import redact_ids, short_id
+
+if TYPE_CHECKING:
+    from mcp_tasks._prompt import Prompter
 
 
 class InputSubject(Protocol):
@@ -72,6 +75,21 @@ class InputHandlers:
     url: Handler | None = attrs.field(default=None, validator=_check_handler)
     sampling: Handler | None = attrs.field(default=None, validator=_check_handler)
     roots: Handler | None = attrs.field(default=None, validator=_check_handler)
+
+    @classmethod
+    def interactive(
+        cls, prompter: Prompter | None = None, *, sampling: Handler | None = None, roots: Handler | None = None
+    ) -> InputHandlers:
+        """Handlers that ask a person: a form elicitation field by field, following its schema
+        (types, enums, defaults, required; an invalid answer is asked again, a required field left
+        empty declines), a URL elicitation as a link to open. In a notebook they ask through the
+        kernel's ``input()``; elsewhere on stderr, reading stdin. `prompter` asks somewhere else
+        (any object with ``ask(prompt, field)`` and ``say(event, text, **fields)``).
+        """
+        from mcp_tasks._prompt import interactive_handlers
+
+        form, url = interactive_handlers(prompter)
+        return cls(form=form, url=url, sampling=sampling, roots=roots)
 
     def for_kind(self, kind: str | None) -> Handler | None:
         """The handler for a kind of request, or None when there is none."""

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, TypedDict
+from typing import Any, Protocol, TypedDict
 
 import attrs
 
@@ -13,6 +13,7 @@ from mcp_tasks._agreement import check_protocol
 from mcp_tasks._clock import check_timeout
 from mcp_tasks._input import InputHandlers
 from mcp_tasks._retry import Retry
+from mcp_tasks._store._protocol import TaskStore, check_store
 from mcp_tasks._version import __version__
 
 __all__ = [
@@ -67,6 +68,15 @@ OnNotification = Callable[[str, dict[str, Any]], object]
 """Called with (method, params) for each server notification, on the transport's thread."""
 
 
+class TracerProvider(Protocol):
+    """What `tracer_provider` takes: an OpenTelemetry ``TracerProvider`` (typed here without
+    importing OpenTelemetry, which only a traced client needs).
+    """
+
+    def get_tracer(self, instrumenting_module_name: str, instrumenting_library_version: str | None = None) -> object:
+        """A tracer for this library (OpenTelemetry's `TracerProvider.get_tracer`)."""
+
+
 class ClientOptions(TypedDict, total=False):
     """The options of every client factory (`Client.direct`, `stdio`, `http`, `connect`).
 
@@ -78,6 +88,9 @@ class ClientOptions(TypedDict, total=False):
     - `retries`: a `Retry` policy or a number of retries (0 turns retries off).
     - `protocol`: ``"auto"`` (detect the era) or one revision to pin.
     - `on_notification`: called with (method, params) for every server notification.
+    - `store`: a `TaskStore` that records every task the client creates and every status it reads.
+    - `trace`: True makes OpenTelemetry spans of requests and task waits, with the global tracer
+      provider (needs ``mcp_tasks[otel]``); `tracer_provider`: trace with this provider instead.
     """
 
     client_capabilities: Mapping[str, Any] | None
@@ -88,6 +101,9 @@ class ClientOptions(TypedDict, total=False):
     retries: Retry | int
     protocol: str
     on_notification: OnNotification | None
+    store: TaskStore | None
+    trace: bool
+    tracer_provider: TracerProvider | None
 
 
 def _mapping(name: str, value: object) -> dict[str, Any] | None:
@@ -130,8 +146,24 @@ def _callback(value: object) -> OnNotification | None:
     return value
 
 
+def _store(value: object) -> TaskStore | None:
+    return check_store(value)
+
+
 def _retry(value: object) -> Retry:
     return Retry.of(value)  # type: ignore[arg-type]
+
+
+def _trace(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"trace must be True or False, got {value!r}")
+    return value
+
+
+def _provider(value: object) -> Any:
+    if value is not None and not callable(getattr(value, "get_tracer", None)):
+        raise TypeError(f"tracer_provider must be an OpenTelemetry TracerProvider or None, got {type(value).__name__}")
+    return value
 
 
 @attrs.frozen
@@ -146,6 +178,15 @@ class ClientSettings:
     retries: Retry = attrs.field(default=Retry(), converter=_retry)
     protocol: str = attrs.field(default="auto", converter=check_protocol)
     on_notification: OnNotification | None = attrs.field(default=None, converter=_callback)
+    store: TaskStore | None = attrs.field(default=None, converter=_store)
+    trace: bool = attrs.field(default=False, converter=_trace)
+    tracer_provider: TracerProvider | None = attrs.field(default=None, converter=_provider)
+
+    def __attrs_post_init__(self) -> None:
+        if self.tracing:
+            from mcp_tasks._trace_hook import require_tracing
+
+            require_tracing()  # no OpenTelemetry: fail here, before a transport starts anything
 
     @classmethod
     def of(cls, options: Mapping[str, Any]) -> ClientSettings:
@@ -154,6 +195,11 @@ class ClientSettings:
         if unknown:
             raise TypeError(f"got an unexpected keyword argument {unknown[0]!r} (not a client option)")
         return cls(**options)
+
+    @property
+    def tracing(self) -> bool:
+        """Whether requests and waits are traced (`trace` or a `tracer_provider` given)."""
+        return self.trace or self.tracer_provider is not None
 
     @property
     def info(self) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, TypeVar
 
 import attrs
@@ -20,11 +21,18 @@ from mcp_tasks._errors import ProtocolError, TransportError
 if TYPE_CHECKING:
     from mcp_tasks._clock import Deadline
 
-__all__ = ["Retry"]
+__all__ = ["RETRY_WATCH", "Retry"]
 
 log = logging.getLogger("mcp_tasks")
 
 T = TypeVar("T")
+
+RETRY_WATCH: ContextVar[Callable[[int, float, TransportError], None] | None] = ContextVar(
+    "mcp_tasks_retry_watch", default=None
+)
+"""Told (retry number, delay, the failure) before each retry made in this context: how a traced
+request records its retries as events. Read only when a retry happens.
+"""
 
 
 def _non_negative(instance: object, attribute: attrs.Attribute[float], value: float) -> None:
@@ -90,6 +98,9 @@ class Retry:
             if left is not None and delay >= left:
                 raise self._final(error, retry)
             log.debug("%s failed (%s); retry %d of %d in %.2fs", what, error.message, retry, self.attempts, delay)
+            watch = RETRY_WATCH.get()
+            if watch is not None:
+                watch(retry, delay, error)
             pause(delay)
 
     def _again(self, error: TransportError, idempotent: bool, retried: int) -> bool:

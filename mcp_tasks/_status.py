@@ -160,6 +160,18 @@ class Status:
         return True
 
     @property
+    def ttl(self) -> float | None:
+        """`ttl_ms` in seconds, as every duration of the API is (None when the server gave none).
+        The ``_ms`` fields keep the seeds' names and the wire's milliseconds.
+        """
+        return None if self.ttl_ms is None else self.ttl_ms / 1000
+
+    @property
+    def poll_interval(self) -> float | None:
+        """`poll_interval_ms` in seconds: the interval the server suggests between polls."""
+        return None if self.poll_interval_ms is None else self.poll_interval_ms / 1000
+
+    @property
     def wire_status(self) -> str:
         """The status string as the server sent it (useful when `status` is UNKNOWN)."""
         value = self.raw.get("status")

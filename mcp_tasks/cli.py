@@ -17,6 +17,16 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
+from mcp_tasks._cli_store import add_store_option, find_task, list_tasks, named_store, open_store, store_options
+from mcp_tasks._cli_text import (
+    TARGET_FORMS,
+    TARGET_HELP,
+    TASK_ID_HELP,
+    TOOL_HELP,
+    is_no_such_task,
+    task_support,
+    tied_to_command,
+)
 from mcp_tasks._client import Client
 from mcp_tasks._display import StatusDisplay
 from mcp_tasks._errors import (
@@ -24,13 +34,18 @@ from mcp_tasks._errors import (
     InputRequired,
     InvalidStatus,
     McpError,
+    OAuthError,
     TaskCancelled,
     TaskFailed,
     TaskTimeout,
+    seconds,
 )
 from mcp_tasks._input import InputHandlers
+from mcp_tasks._prompt import read_answer
+from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status
-from mcp_tasks._tasks import DEFAULT_POLL_INTERVAL, await_task, call_tool, cancel_task, get_task
+from mcp_tasks._store import StoreError
+from mcp_tasks._tasks import DEFAULT_POLL_INTERVAL, await_task, call_tool, cancel_task, get_task, server_supports
 from mcp_tasks._version import __version__
 
 __all__ = [
@@ -39,6 +54,7 @@ __all__ = [
     "EXIT_FAILED",
     "EXIT_INPUT",
     "EXIT_INTERRUPTED",
+    "EXIT_NO_TASK",
     "EXIT_OK",
     "EXIT_TIMEOUT",
     "EXIT_TOOL_ERROR",
@@ -54,17 +70,13 @@ EXIT_CANCELLED = 4
 EXIT_TIMEOUT = 5
 EXIT_INPUT = 6
 EXIT_ERROR = 7
+EXIT_NO_TASK = 8
 EXIT_INTERRUPTED = 130
 
-DESCRIPTION = """\
+DESCRIPTION = f"""\
 Call MCP tools that the server may run as tasks, wait for them, pick them up again by id.
 
-TARGET is one of:
-  http://host:port/mcp   a Streamable HTTP server
-  module:attr            a mcp_tasks.server.Server in this process (imported from the current
-                         directory), or a function returning one
-  "command args..."      a command line that starts a stdio server (quote it)
-
+{TARGET_FORMS}
 The result alone is printed on stdout (JSON); status, prompts and messages go to stderr. When a
 tool becomes a task its id is printed once on stderr, with the command that resumes it.
 """
@@ -79,6 +91,7 @@ exit codes:
   5    the wait timed out; the task is still running (resume it with "mcp-tasks wait")
   6    the task needs input that was not given (declined prompt, closed stdin, unsupported kind)
   7    connection or protocol error (the server could not be reached, or answered with an error)
+  8    no such task: the server does not know the task id (expired, mistyped, or another session's)
   130  interrupted (Ctrl-C)
 
 --debug shows the traceback of any error.
@@ -133,12 +146,31 @@ def _parser() -> argparse.ArgumentParser:
     oauth.add_argument(
         "--client-secret", metavar="SECRET", help="its secret (with no person to ask: the client credentials grant)"
     )
+    oauth.add_argument(
+        "--client-secret-file",
+        metavar="PATH",
+        help=f"read the secret from this file (safer than --client-secret; or set {CLIENT_SECRET_ENV})",
+    )
+    oauth.add_argument(
+        "--issuer", metavar="URL", help="the authorization server the client id belongs to (no other gets it)"
+    )
     oauth.add_argument("--scope", metavar="SCOPES", help="the scopes to ask for (space-separated)")
     oauth.add_argument(
         "--grant",
-        choices=("authorization_code", "client_credentials"),
-        help="how to get a token (default: client_credentials with a secret, else a person in the browser)",
+        choices=("authorization_code", "client_credentials", "jwt_bearer", "enterprise_managed"),
+        help="how to get a token (default: client_credentials with a secret or key, jwt_bearer with "
+        "--assertion-file, enterprise_managed with --id-token-file, else a person in the browser)",
     )
+    signed = common.add_argument_group("OAuth with signed JWTs (the mcp_tasks[jwt] extra)")
+    signed.add_argument("--private-key", metavar="PATH", help="a PEM private key: private_key_jwt instead of a secret")
+    signed.add_argument("--private-key-id", metavar="KID", help="the key's id (kid) at the authorization server")
+    signed.add_argument("--dpop", action="store_true", help="DPoP-bound tokens, proved on every request")
+    signed.add_argument(
+        "--assertion-file", metavar="PATH", help="the workload's JWT (read again for each token request): jwt_bearer"
+    )
+    signed.add_argument("--id-token-file", metavar="PATH", help="your ID token from the identity provider")
+    signed.add_argument("--idp-token-endpoint", metavar="URL", help="the identity provider's token endpoint")
+    signed.add_argument("--idp-client-id", metavar="ID", help="this client's id at the identity provider")
     waits = argparse.ArgumentParser(add_help=False)
     waits.add_argument("--timeout", type=_positive, default=None, help="seconds to wait in all (default: no limit)")
     waits.add_argument(
@@ -151,34 +183,104 @@ def _parser() -> argparse.ArgumentParser:
     waits.add_argument("--listen", action="store_true", help="follow a listen stream instead of polling")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+    raw = argparse.RawDescriptionHelpFormatter
     call = commands.add_parser(
-        "call", parents=[common, waits], help="call a tool; wait for it if it becomes a task", description=DESCRIPTION
+        "call",
+        parents=[common, waits],
+        help="call a tool; wait for it if it becomes a task",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=raw,
     )
-    call.add_argument("target", metavar="TARGET")
-    call.add_argument("tool", metavar="TOOL")
-    call.add_argument("arguments", nargs="?", default="{}", metavar="ARGUMENTS", help="a JSON object (default {})")
-    call.add_argument("--no-wait", action="store_true", help="print the task id on stdout and leave")
+    call.add_argument("target", metavar="TARGET", help=TARGET_HELP)
+    call.add_argument("tool", metavar="TOOL", help=TOOL_HELP)
+    call.add_argument(
+        "arguments",
+        nargs="?",
+        default="{}",
+        metavar="ARGUMENTS",
+        help="the tool's arguments, a JSON object (default {})",
+    )
+    call.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="print the task id on stdout and leave (http(s) targets: a stdio or module:attr server stops with "
+        "the command); a tool that runs synchronously prints its result instead, and says so",
+    )
+    add_store_option(call, f"record the task in this store file (or in ${'MCP_TASKS_STORE'} when set)")
 
-    wait = commands.add_parser("wait", parents=[common, waits], help="wait for a task by id and print its result")
-    wait.add_argument("target", metavar="TARGET")
-    wait.add_argument("task_id", metavar="TASK_ID")
+    wait = commands.add_parser(
+        "wait",
+        parents=[common, waits],
+        help="wait for a task by id and print its result (no TARGET: the task store says where it runs)",
+        description=f"Wait for a task by id and print its result on stdout. With TASK_ID alone, the task store\n"
+        f"(--store, $MCP_TASKS_STORE or the default one) says where it runs.\n\n{TARGET_FORMS}",
+        epilog=EPILOG,
+        formatter_class=raw,
+    )
+    wait.add_argument(
+        "target",
+        metavar="TARGET",
+        nargs="?",
+        help=f"{TARGET_HELP}; left out, the task store says where the task runs",
+    )
+    wait.add_argument("task_id", metavar="TASK_ID", nargs="?", help=TASK_ID_HELP)
+    add_store_option(wait)
     wait.add_argument("--session", metavar="SESSION_ID", help=SESSION_HELP)
 
-    get = commands.add_parser("get", parents=[common], help="print a task's status (JSON) without waiting")
-    get.add_argument("target", metavar="TARGET")
-    get.add_argument("task_id", metavar="TASK_ID")
+    get = commands.add_parser(
+        "get",
+        parents=[common],
+        help="print a task's status (JSON) without waiting",
+        description=f"Print a task's status on stdout (JSON), without waiting.\n\n{TARGET_FORMS}",
+        epilog=EPILOG,
+        formatter_class=raw,
+    )
+    get.add_argument("target", metavar="TARGET", help=TARGET_HELP)
+    get.add_argument("task_id", metavar="TASK_ID", help=TASK_ID_HELP)
     get.add_argument("--session", metavar="SESSION_ID", help=SESSION_HELP)
 
-    cancel = commands.add_parser("cancel", parents=[common], help="ask the server to cancel a task")
-    cancel.add_argument("target", metavar="TARGET")
-    cancel.add_argument("task_id", metavar="TASK_ID")
+    cancel = commands.add_parser(
+        "cancel",
+        parents=[common],
+        help="ask the server to cancel a task",
+        description=f"Ask the server to cancel a task (it stops the task when it can).\n\n{TARGET_FORMS}",
+        epilog=EPILOG,
+        formatter_class=raw,
+    )
+    cancel.add_argument("target", metavar="TARGET", help=TARGET_HELP)
+    cancel.add_argument("task_id", metavar="TASK_ID", help=TASK_ID_HELP)
     cancel.add_argument("--session", metavar="SESSION_ID", help=SESSION_HELP)
 
-    tools = commands.add_parser("tools", parents=[common], help="list the server's tools")
-    tools.add_argument("target", metavar="TARGET")
+    tools = commands.add_parser(
+        "tools",
+        parents=[common],
+        help="list the server's tools",
+        description=f"List the server's tools, each with its task support as the server declares it.\n\n{TARGET_FORMS}",
+        epilog=EPILOG,
+        formatter_class=raw,
+    )
+    tools.add_argument("target", metavar="TARGET", help=TARGET_HELP)
 
-    demo = commands.add_parser("demo", help="run a task end to end on the embedded reference server")
-    demo.add_argument("--transport", choices=("direct", "stdio", "http"), default="direct")
+    tasks = commands.add_parser(
+        "tasks",
+        help="list the unfinished tasks of the task store",
+        description="List the unfinished tasks of the task store (--store, $MCP_TASKS_STORE or the default one):\n"
+        "id prefix, tool, endpoint, age and last status.",
+        formatter_class=raw,
+    )
+    tasks.add_argument("--json", action="store_true", help="each task as a JSON line (full ids)")
+    tasks.add_argument("--debug", action="store_true", help="show tracebacks on stderr")
+    add_store_option(tasks)
+
+    demo = commands.add_parser(
+        "demo",
+        help="run a task end to end on the embedded reference server",
+        description="Run a task end to end on the embedded reference server, telling each step.",
+    )
+    demo.add_argument(
+        "--transport", choices=("direct", "stdio", "http"), default="direct", help="how to reach it (default direct)"
+    )
     return parser
 
 
@@ -216,6 +318,32 @@ def _load(target: str) -> Any:
     return server
 
 
+CLIENT_SECRET_ENV = "MCP_TASKS_CLIENT_SECRET"
+"""The environment variable the CLI reads a client secret from (with ``--client-id``)."""
+
+
+def _client_secret(args: argparse.Namespace) -> str | None:
+    """The client secret from ``--client-secret``, ``--client-secret-file`` or the environment
+    (with ``--client-id``); a file or the environment keeps it out of ``ps`` and shell history.
+    """
+    given = [flag for flag in ("client_secret", "client_secret_file") if getattr(args, flag) is not None]
+    if len(given) > 1:
+        raise UsageError("give --client-secret or --client-secret-file, not both")
+    if args.client_secret_file is not None:
+        try:
+            with open(args.client_secret_file, encoding="utf-8") as file:
+                secret = file.read().strip()
+        except OSError as exc:
+            raise UsageError(f"cannot read --client-secret-file {args.client_secret_file}: {exc.strerror}") from None
+        if not secret:
+            raise UsageError(f"--client-secret-file {args.client_secret_file} is empty")
+        return secret
+    if args.client_secret is not None:
+        return str(args.client_secret)
+    from_env = os.environ.get(CLIENT_SECRET_ENV)
+    return from_env if from_env and args.client_id is not None else None
+
+
 def _auth(args: argparse.Namespace) -> Any:
     """The ``auth=`` object for an HTTP target: `OAuth` with ``--oauth`` (None without)."""
     given = [
@@ -223,7 +351,16 @@ def _auth(args: argparse.Namespace) -> Any:
         for flag, value in (
             ("--client-id", args.client_id),
             ("--client-secret", args.client_secret),
+            ("--client-secret-file", args.client_secret_file),
+            ("--issuer", args.issuer),
             ("--scope", args.scope),
+            ("--private-key", args.private_key),
+            ("--private-key-id", args.private_key_id),
+            ("--dpop", args.dpop or None),
+            ("--assertion-file", args.assertion_file),
+            ("--id-token-file", args.id_token_file),
+            ("--idp-token-endpoint", args.idp_token_endpoint),
+            ("--idp-client-id", args.idp_client_id),
         )
         if value is not None
     ]
@@ -233,16 +370,58 @@ def _auth(args: argparse.Namespace) -> Any:
         return None
     if _kind(args.target) != "http":
         raise UsageError("--oauth applies to http(s) targets only")
-    if args.client_secret is not None and args.client_id is None:
+    if (args.client_secret is not None or args.client_secret_file is not None) and args.client_id is None:
         raise UsageError("--client-secret needs the --client-id it belongs to")
+    if args.issuer is not None and args.client_id is None:
+        raise UsageError("--issuer needs the --client-id it binds")
+    secret = _client_secret(args)
     from mcp_tasks._oauth import cli_oauth
 
-    grant: Literal["authorization_code", "client_credentials"] = args.grant or (
-        "client_credentials" if args.client_secret is not None else "authorization_code"
+    grant: Literal["authorization_code", "client_credentials", "jwt_bearer", "enterprise_managed"] = args.grant or (
+        "client_credentials"
+        if secret is not None or args.private_key is not None
+        else "jwt_bearer"
+        if args.assertion_file is not None
+        else "enterprise_managed"
+        if args.id_token_file is not None
+        else "authorization_code"
     )
-    if grant == "client_credentials" and args.client_secret is None:
-        raise UsageError("--grant client_credentials needs --client-id and --client-secret")
-    return cli_oauth(client_id=args.client_id, client_secret=args.client_secret, scope=args.scope, grant=grant)
+    if grant == "client_credentials" and secret is None and args.private_key is None:
+        raise UsageError("--grant client_credentials needs --client-id and --client-secret (or --private-key)")
+    try:
+        return cli_oauth(
+            client_id=args.client_id,
+            client_secret=secret,
+            scope=args.scope,
+            grant=grant,
+            issuer=args.issuer,
+            private_key=args.private_key,
+            private_key_id=args.private_key_id,
+            dpop=args.dpop,
+            assertion=_reads(args.assertion_file, "--assertion-file"),
+            id_token=_reads(args.id_token_file, "--id-token-file"),
+            idp_token_endpoint=args.idp_token_endpoint,
+            idp_client_id=args.idp_client_id,
+        )
+    except (ValueError, TypeError, ImportError) as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _reads(path: str | None, flag: str) -> Callable[[], str] | None:
+    """A function that reads the JWT in the file at `path` when called (a workload's token file is
+    rotated under the running program), or None without a path.
+    """
+    if path is None:
+        return None
+
+    def read() -> str:
+        try:
+            with open(path, encoding="utf-8") as file:
+                return file.read().strip()
+        except OSError as exc:
+            raise OAuthError(f"cannot read {flag} {path}: {exc.strerror}") from None
+
+    return read
 
 
 def _connect(args: argparse.Namespace, handlers: InputHandlers) -> Client:
@@ -254,16 +433,43 @@ def _connect(args: argparse.Namespace, handlers: InputHandlers) -> Client:
     if session_id is not None and kind != "http":
         raise UsageError("--session applies to http(s) targets only")
     auth = _auth(args)
+    stored = store_options(args)
     if kind == "http":
         return Client.http(
-            args.target, headers=headers or None, auth=auth, session_id=session_id, input_handlers=handlers
+            args.target, headers=headers or None, auth=auth, session_id=session_id, input_handlers=handlers, **stored
         )
     if kind == "module":
-        return Client.direct(_load(args.target), input_handlers=handlers)
+        return Client.direct(_load(args.target), input_handlers=handlers, **stored)
     argv = shlex.split(args.target)
     if not argv:
         raise UsageError("the target is empty")
-    return Client.stdio(argv[0], argv[1:], input_handlers=handlers)
+    return Client.stdio(argv[0], argv[1:], input_handlers=handlers, **stored)
+
+
+def _from_store(args: argparse.Namespace) -> None:
+    """Open the command's store; for ``wait TASK_ID`` with no TARGET, find the task's endpoint there."""
+    if args.command == "wait" and args.task_id is None:
+        if args.target is None:
+            raise UsageError("wait needs a TASK_ID (and a TARGET, unless the task store knows it)")
+        args.target, args.task_id = None, args.target
+    if args.command not in ("call", "wait"):
+        return
+    if args.target is not None:
+        args.store_opened = named_store(args)
+        return
+    args.store_opened = open_store(args)
+    try:
+        ref = find_task(args.store_opened, args.task_id)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if _kind(ref.endpoint) != "http":
+        raise UsageError(
+            f"task {short_id(ref.task_id)} ran on {ref.endpoint!r}, a server that lived in the process that started "
+            "it: it cannot be resumed from here"
+        )
+    args.target, args.task_id = ref.endpoint, ref.task_id
+    if getattr(args, "session", None) is None and ref.era == "legacy":
+        args.session = ref.session_id
 
 
 # -- talking to the person -----------------------------------------------------------------------
@@ -302,72 +508,24 @@ class Console:
         else:
             self.display(status)
 
+    def say(self, event: str, text: str, **fields: object) -> None:
+        """The `Prompter` side of `event`: what the interactive input handlers tell the person."""
+        self.event(event, text, **fields)
+
     def ask(self, prompt: str, field: str) -> str:
         """One line from stdin, the prompt on stderr (so stdout stays the result alone)."""
         self.display.suspend()
-        if self.json:
-            prompt = json.dumps({"event": "prompt", "field": field, "prompt": prompt.strip()}) + "\n"
-        sys.stderr.write(prompt)
+        if not self.json:
+            return read_answer(prompt, sys.stdin, sys.stderr)
+        sys.stderr.write(json.dumps({"event": "prompt", "field": field, "prompt": prompt.strip()}) + "\n")
         sys.stderr.flush()
         line = sys.stdin.readline()
         if not line:
             raise InputError("no answer: stdin is closed")
-        return line.rstrip("\n")
+        return line.rstrip("\r\n")
 
     def close(self) -> None:
         self.display.close()
-
-
-def _form(console: Console) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    def answer(params: dict[str, Any]) -> dict[str, Any]:
-        """Ask the person at the terminal to fill in an elicitation form."""
-        console.event(
-            "input", f"The server asks: {params.get('message', '(no message)')}", message=params.get("message")
-        )
-        schema = params.get("requestedSchema") or {}
-        properties = schema.get("properties") or {}
-        required = set(schema.get("required") or [])
-        content: dict[str, Any] = {}
-        for name, spec in properties.items():
-            spec = spec if isinstance(spec, dict) else {}
-            content_value = _ask_field(console, name, spec, name in required)
-            if content_value is _DECLINE:
-                return {"action": "decline"}
-            if content_value is not _SKIP:
-                content[name] = content_value
-        return {"action": "accept", "content": content}
-
-    return answer
-
-
-_DECLINE = object()
-_SKIP = object()
-
-
-def _ask_field(console: Console, name: str, spec: dict[str, Any], required: bool) -> Any:
-    kind = spec.get("type", "string")
-    choices = spec.get("enum")
-    hint = "/".join(map(str, choices)) if isinstance(choices, list) else ("y/n" if kind == "boolean" else kind)
-    title = spec.get("title") or spec.get("description") or name
-    empty = "empty to decline" if required else "empty to skip"
-    while True:
-        raw = console.ask(f"  {title} [{hint}] ({empty}): ", name).strip()
-        if not raw:
-            return _DECLINE if required else _SKIP
-        try:
-            if kind == "boolean":
-                if raw.lower() not in ("y", "yes", "true", "1", "n", "no", "false", "0"):
-                    raise ValueError("answer y or n")
-                return raw.lower() in ("y", "yes", "true", "1")
-            if kind == "integer":
-                return int(raw)
-            if kind == "number":
-                return float(raw)
-            if isinstance(choices, list) and raw not in map(str, choices):
-                raise ValueError(f"choose one of {hint}")
-            return raw
-        except ValueError as exc:
-            console.event("retry", f"  {exc}; try again", field=name)
 
 
 # -- the commands --------------------------------------------------------------------------------
@@ -386,8 +544,7 @@ def _arguments(text: str) -> dict[str, Any]:
 def _resume_hint(args: argparse.Namespace, state: dict[str, str]) -> str:
     kind = _kind(args.target)
     if kind != "http":
-        how = "in this process" if kind == "module" else "over stdio by this command"
-        return f"The server was started {how} and stops when it exits: the task ends with it."
+        return f"It cannot be resumed: {tied_to_command(kind)}."
     target = shlex.quote(args.target)
     task = state.get("task_id", "?")
     session = state.get("session") or getattr(args, "session", None)
@@ -414,6 +571,11 @@ def _call(args: argparse.Namespace, client: Client, console: Console, state: dic
     arguments = _arguments(args.arguments)
     called = call_tool(client, args.tool, arguments)
     if not isinstance(called, Status):
+        if args.no_wait:
+            console.event(
+                "synchronous",
+                "The tool ran synchronously (the server made no task): its result is on stdout, not a task id.",
+            )
         console.result(called)
         return EXIT_TOOL_ERROR if called.get("isError") else EXIT_OK
     state["task_id"] = called.task_id
@@ -422,7 +584,7 @@ def _call(args: argparse.Namespace, client: Client, console: Console, state: dic
     if called.session_id is not None:
         state["session"] = fields["sessionId"] = called.session_id
     if args.no_wait:
-        note = "" if _kind(args.target) == "http" and "session" not in state else f"\n{_resume_hint(args, state)}"
+        note = "" if "session" not in state else f"\n{_resume_hint(args, state)}"
         console.event("task", f"Task created: {called.task_id}{note}", **fields)
         sys.stdout.write(called.task_id + "\n")
         return EXIT_OK
@@ -436,17 +598,22 @@ def _tools(client: Client, console: Console) -> int:
         console.result(listed)
         return EXIT_OK
     width = max((len(str(t.get("name"))) for t in listed), default=0)
+    era, offers = client.era, server_supports(client)
     for tool in listed:
-        execution = tool.get("execution")
-        support = execution.get("taskSupport") if isinstance(execution, dict) else None
         description = (tool.get("description") or "").strip().splitlines()
-        line = f"{str(tool.get('name')).ljust(width)}  tasks: {support or 'not listed'}"
+        line = f"{str(tool.get('name')).ljust(width)}  tasks: {task_support(era, offers, tool)}"
         sys.stdout.write(line + (f"  {description[0]}" if description else "") + "\n")
     return EXIT_OK
 
 
 def _run(args: argparse.Namespace, console: Console, state: dict[str, str]) -> int:
-    client = _connect(args, InputHandlers(form=_form(console)))
+    if args.command == "tasks":
+        list_tasks(open_store(args), sys.stdout, as_json=args.json)
+        return EXIT_OK
+    _from_store(args)
+    if getattr(args, "no_wait", False) and _kind(args.target) != "http":
+        raise UsageError(f"--no-wait needs an http(s) target: on this one {tied_to_command(_kind(args.target))}")
+    client = _connect(args, InputHandlers.interactive(console))
     try:
         return _command(args, client, console, state)
     finally:
@@ -512,19 +679,36 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(console, EXIT_USAGE, str(exc), debug)
     except KeyboardInterrupt:
         task_id = state.get("task_id")
-        if task_id is not None and args.command in ("call", "wait"):
+        if task_id is not None and args.command in ("call", "wait") and _kind(args.target) != "http":
+            message = f"interrupted; task {task_id} ends now: {tied_to_command(_kind(args.target))}"
+        elif task_id is not None and args.command in ("call", "wait"):
             message = f"interrupted; task {task_id} is still running. {_resume_hint(args, state)}"
         else:
             message = "interrupted"
         return _fail(console, EXIT_INTERRUPTED, message, debug)
     except TaskTimeout as exc:
+        if _kind(args.target) != "http":
+            last = f" (last seen {exc.status.wire_status})" if exc.status is not None else ""
+            within = seconds(exc.data["timeoutMs"] / 1000)
+            message = (
+                f"Task {short_id(state.get('task_id', '?'))} did not finish within {within}{last}; "
+                f"it ends now: {tied_to_command(_kind(args.target))}"
+            )
+            return _fail(console, EXIT_TIMEOUT, message, debug)
         return _fail(console, EXIT_TIMEOUT, f"{exc}. {_resume_hint(args, state)}", debug)
     except (TaskFailed, TaskCancelled, InputRequired) as exc:
         return _fail(console, _outcome_code(exc), str(exc), debug)
     except McpError as exc:
+        if "task_id" in state and is_no_such_task(exc):
+            message = (
+                f"no such task {short_id(state['task_id'])} on this server (expired, mistyped, or another session's)"
+            )
+            return _fail(console, EXIT_NO_TASK, f"{message}: {exc} (error {exc.code})", debug, code=exc.code)
         return _fail(console, _outcome_code(exc), f"{exc} (error {exc.code})", debug, code=exc.code)
     except (InvalidStatus, TypeError, ValueError) as exc:
         return _fail(console, EXIT_USAGE, str(exc), debug)
+    except StoreError as exc:
+        return _fail(console, EXIT_ERROR, str(exc), debug)
     finally:
         console.close()
 

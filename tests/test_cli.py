@@ -73,6 +73,7 @@ class Terminal:
     def __init__(self, cwd: Path, *args: str) -> None:
         self.master, slave = pty.openpty()
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)  # this tree's mcp_tasks
         self.proc = subprocess.Popen(
             [sys.executable, "-c", TAKE_TERMINAL, sys.executable, "-m", "mcp_tasks", *args],
             stdin=slave,
@@ -156,8 +157,8 @@ def test_the_status_line_ticks_and_ctrl_c_says_what_became_of_the_task(project: 
     code, out, shown = term.finish()
     assert code == cli.EXIT_INTERRUPTED
     assert out == ""
-    assert f"interrupted; task {task_id} is still running" in shown
-    assert "started in this process and stops when it exits" in shown
+    assert f"interrupted; task {task_id} ends now" in shown
+    assert "started in this process and stops when the command exits" in shown
     assert "Traceback" not in shown
 
 
@@ -209,7 +210,7 @@ def test_the_result_alone_goes_to_stdout_and_each_outcome_has_its_exit_code(proj
     assert f"mcp-tasks wait {http_url} {task_id}" in timed_out.stderr
     assert run("cancel", http_url, task_id).returncode == cli.EXIT_OK
     assert run("wait", http_url, task_id).returncode == cli.EXIT_CANCELLED
-    assert run("get", http_url, "no-such-task").returncode == cli.EXIT_ERROR
+    assert run("get", http_url, "no-such-task").returncode == cli.EXIT_NO_TASK
     assert run("call", "http://127.0.0.1:9/mcp", "x").returncode == cli.EXIT_ERROR
     for problem in (["shout", "[1]"], ["shout", "not json"], ["hold", "--timeout", "0"]):
         done = run("call", "my_server:server", *problem, cwd=project)
@@ -224,7 +225,7 @@ def test_over_stdio_a_timeout_tells_the_truth_about_the_server(project: Path) ->
     target = f"{sys.executable} -m mcp_tasks.server my_server:server"
     done = run("call", target, "hold", "--timeout", "0.3", cwd=project)
     assert done.returncode == cli.EXIT_TIMEOUT
-    assert "started over stdio by this command and stops when it exits" in done.stderr
+    assert "started over stdio by this command and stops when the command exits" in done.stderr
 
 
 def test_tools_version_and_help(project: Path) -> None:
@@ -291,7 +292,7 @@ def test_a_legacy_task_bound_to_its_session_is_resumed_with_the_hint(tmp_path: P
         assert server.deletes == []  # the session with the running task was left open
         task_id = resume[3]
         elsewhere = run("get", server.url, task_id)
-        assert elsewhere.returncode == cli.EXIT_ERROR and "session_id" in elsewhere.stderr  # says why
+        assert elsewhere.returncode == cli.EXIT_NO_TASK and "session_id" in elsewhere.stderr  # says why
         with mt.Client.http(server.url) as releaser:
             releaser.call_tool("release")
         waited = run(*resume[1:], "--json", cwd=tmp_path)

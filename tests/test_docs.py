@@ -29,16 +29,23 @@ PRINTS = {
     "## Many tasks from a web app": ["40 {'hello': 'user7'}"],
     "## Many tasks": ["20 exported", "6/6 done", "[0, 1, 2]"],
     "## Input the server asks for": ["Delete /tmp/x?"],
+    "## Asking a person": ["{'hello': 'Ada'}"],
     "## Transports": ["{'report': 'stdio', 'exported': 2}", "{'report': 'http'}"],
     "## Authorization": [],
     "## Legacy servers": [
         "2026-07-28 modern\n{'report': 'modern', 'exported': 2}",
         "2025-11-25 legacy\n{'report': 'legacy', 'exported': 2}",
     ],
-    "## Resuming": ["{'n': 7}"],
+    "## Resuming: the task store": ["square working\n{'n': 7}"],
+    "## Resuming by id": ["{'n': 7}"],
     "## Use it from Flask": ["{'hello': 'Ada'}"],
     "## Use it in Jupyter": ["{'loss': 0.1}"],
+    "## Tracing": ["tools/call export (SERVER)\ntools/call export (CLIENT)", "task export (INTERNAL)"],
 }
+
+
+STDIN = {"## Asking a person": "Ada\n"}
+"""What a person types for a section's example (every other example gets a closed stdin)."""
 
 
 def _section(block: str) -> str:
@@ -56,8 +63,9 @@ def test_every_section_with_an_example_is_checked() -> None:
 def test_each_readme_example_runs_alone_from_any_directory(block: str, tmp_path: Path) -> None:
     """Each block in a fresh interpreter, in an empty directory: nothing from the others, nor the repo."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    typed = next((text for title, text in STDIN.items() if _section(block).startswith(title)), "")
     done = subprocess.run(
-        [sys.executable, "-c", block], capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env
+        [sys.executable, "-c", block], input=typed, capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env
     )
     assert done.returncode == 0, done.stderr
     expected = next(prints for title, prints in PRINTS.items() if _section(block).startswith(title))
@@ -101,7 +109,7 @@ def test_cli_call_get_cancel(capsys: pytest.CaptureFixture[str], monkeypatch: py
     assert json.loads(out.out)["structuredContent"] == {"label": "cli", "computed": True}
     assert "working" in out.err
     assert cli.main(["call", target, "failing_job"]) == cli.EXIT_TOOL_ERROR
-    assert cli.main(["get", target, "no-such-task"]) == cli.EXIT_ERROR
+    assert cli.main(["get", target, "no-such-task"]) == cli.EXIT_NO_TASK
     assert "-32602" in capsys.readouterr().err
     assert cli.main(["call", target, "greet", "not json"]) == cli.EXIT_USAGE
 

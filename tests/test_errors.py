@@ -69,10 +69,40 @@ def test_timeouts_are_timeout_errors_and_print_only_their_message() -> None:
     task = mt.TaskTimeout("task-123456789", 2.0, None)
     assert isinstance(task, TimeoutError)
     assert str(task) == (
-        "Task task…6789 did not finish within 2 s; it is still running on the server: wait for it again, or cancel it"
+        "Task task…6789 did not finish within 2 s; it is still running on the server: wait for it again by its id "
+        "(timeout=None waits as long as it takes), or cancel it"
     )
     assert task.data == {"taskId": "task-123456789", "timeoutMs": 2000}
     assert "task-123456789" not in repr(task) + str(task)
+    assert task.kind == "extension" and not isinstance(task, mt.TransportError)  # the wait's deadline, not the link's
+
+
+def test_every_error_has_one_repr_shape() -> None:
+    status = mt.Status.from_map(
+        {
+            "taskId": "task-123456789",
+            "status": "failed",
+            "createdAt": "2026-07-28T00:00:00Z",
+            "ttlMs": None,
+            "error": {"code": -32603, "message": "disk full"},
+        }
+    )
+    assert (
+        repr(mt.TaskFailed(status))
+        == "TaskFailed(message='disk full', code=-32603, kind='execution', task='task…6789')"
+    )
+    needs = mt.Status.from_map(
+        {**status.to_map(), "status": "input_required", "inputRequests": {"k": {"method": "elicitation/create"}}}
+    )
+    assert repr(mt.InputRequired(needs)) == (
+        "InputRequired(message=\"Task task…6789 needs input this wait did not answer ('k'): answer it with "
+        "update_task, or wait with input handlers that can\", task='task…6789')"
+    )
+    assert repr(mt.TaskTimeout("task-123456789", 2.0, None)).startswith(
+        "TaskTimeout(message='Task task…6789 did not finish within 2 s; "
+    ) and repr(mt.TaskTimeout("task-123456789", 2.0, None)).endswith("code=-32001, kind='extension')")
+    assert repr(mt.McpError(-32602, "bad")) == "McpError(message='bad', code=-32602, kind='protocol')"
+    assert repr(mt.InputError("user said no")) == "InputError(message='user said no')"
 
 
 def test_transport_errors_are_connection_errors() -> None:
@@ -108,7 +138,7 @@ def test_task_errors_name_the_task_and_what_happened() -> None:
     working = status(status="working")
     assert str(mt.TaskTimeout(TASK_ID, 0.25, working)) == (
         "Task task…6789 did not finish within 0.25 s (last seen working); it is still running on the server: "
-        "wait for it again, or cancel it"
+        "wait for it again by its id (timeout=None waits as long as it takes), or cancel it"
     )
     assert str(mt.TaskTimeout(TASK_ID, 90, working, cancelled=True)).endswith(
         "within 90 s (last seen working); it was cancelled (cancel_on_timeout)"

@@ -562,3 +562,12 @@ def test_a_session_given_wins_over_the_saved_one() -> None:
     live = mt.Status.from_map({"taskId": "t", "status": "working"}, era="legacy", session_id=SESSION_ID)
     assert (live.era, live.session_id) == ("legacy", SESSION_ID)
     assert mt.Status.from_map(live.to_map()) == live
+
+
+def test_durations_in_seconds_beside_the_wires_milliseconds() -> None:
+    task = {"taskId": "t-1", "status": "working", "ttlMs": 90_000, "pollIntervalMs": 250}
+    status = mt.Status.from_map(task)
+    assert (status.ttl_ms, status.poll_interval_ms) == (90_000, 250)
+    assert (status.ttl, status.poll_interval) == (90.0, 0.25)
+    assert mt.Status.from_map({"taskId": "t-1", "status": "working"}).ttl is None
+    assert mt.Status.from_map(task).to_map() == task  # the properties are not fields: the map is unchanged

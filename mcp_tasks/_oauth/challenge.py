@@ -1,13 +1,13 @@
 """The ``WWW-Authenticate`` header (RFC 9110 §11.6.1): which schemes a server challenges with, and
-the parameters of its Bearer challenge (RFC 6750 §3: ``error``, ``scope``; RFC 9728 §5.1:
-``resource_metadata``).
+the parameters of its Bearer (or DPoP, RFC 9449 §7.1) challenge (RFC 6750 §3: ``error``,
+``scope``; RFC 9728 §5.1: ``resource_metadata``).
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["bearer_challenge", "parse_challenges"]
+__all__ = ["bearer_challenge", "parse_challenges", "token_challenge"]
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _SPACE = re.compile(r"[ \t]*")
@@ -58,6 +58,17 @@ def bearer_challenge(header: str | None) -> dict[str, str] | None:
     for scheme, params in parse_challenges(header):
         if scheme == "bearer":
             return params
+    return None
+
+
+def token_challenge(header: str | None) -> tuple[str, dict[str, str]] | None:
+    """The scheme (``bearer`` or ``dpop``) and parameters of a token challenge, Bearer first."""
+    if not header:
+        return None
+    found = dict(reversed(parse_challenges(header)))
+    for scheme in ("bearer", "dpop"):
+        if scheme in found:
+            return scheme, found[scheme]
     return None
 
 

@@ -19,7 +19,7 @@ import attrs
 
 from mcp_tasks._clock import Deadline
 from mcp_tasks._errors import OAuthError
-from mcp_tasks._oauth.http import OAuthHttp
+from mcp_tasks._oauth.http import OAuthHttp, loggable
 
 __all__ = ["AuthServer", "Resource", "discover_resource", "discover_server", "resource_matches"]
 
@@ -96,10 +96,13 @@ def discover_resource(http: OAuthHttp, server_url: str, metadata_url: str | None
         resource = document.get("resource")
         servers = _strings(document.get("authorization_servers")) or ()
         if not isinstance(resource, str) or not servers:
-            raise OAuthError(f"the protected resource metadata at {url} lacks resource or authorization_servers")
+            raise OAuthError(
+                f"the protected resource metadata at {loggable(url)} lacks resource or authorization_servers"
+            )
         if not resource_matches(resource, server_url):
             raise OAuthError(
-                f"the protected resource metadata at {url} is for {resource!r}, not for {server_url}; not authorizing"
+                f"the protected resource metadata at {loggable(url)} is for {loggable(resource)!r}, "
+                f"not for {loggable(server_url)}; not authorizing"
             )
         return Resource(resource, servers, _strings(document.get("scopes_supported")))
     # No protected resource metadata: a 2025-03-26 server, its own authorization server.
@@ -132,13 +135,15 @@ def discover_server(http: OAuthHttp, issuer: str, deadline: Deadline, *, legacy:
             continue
         if document.get("issuer") != issuer:
             raise OAuthError(
-                f"the authorization server metadata at {url} names the issuer {document.get('issuer')!r}, "
+                f"the authorization server metadata at {loggable(url)} names the issuer {document.get('issuer')!r}, "
                 f"not {issuer!r}; not using it"
             )
         authorization = document.get("authorization_endpoint")
         token = document.get("token_endpoint")
         if not isinstance(authorization, str) or not isinstance(token, str):
-            raise OAuthError(f"the authorization server metadata at {url} lacks authorization or token endpoint")
+            raise OAuthError(
+                f"the authorization server metadata at {loggable(url)} lacks an authorization or token endpoint"
+            )
         registration = document.get("registration_endpoint")
         return AuthServer(
             issuer=issuer,

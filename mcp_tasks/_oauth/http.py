@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import urllib.parse
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -15,7 +16,7 @@ import requests
 from mcp_tasks._clock import Deadline
 from mcp_tasks._errors import OAuthError, RequestTimeout
 
-__all__ = ["OAuthHttp"]
+__all__ = ["OAuthHttp", "loggable"]
 
 log = logging.getLogger("mcp_tasks")
 
@@ -37,7 +38,7 @@ class OAuthHttp:
         response = self._send("GET", url, deadline, headers={"Accept": "application/json"})
         try:
             if response.status_code != 200:
-                log.debug("oauth: GET %s -> HTTP %s", url, response.status_code)
+                log.debug("oauth: GET %s -> HTTP %s", loggable(url), response.status_code)
                 return None
             document = _json(response)
             return document if isinstance(document, dict) else None
@@ -54,7 +55,22 @@ class OAuthHttp:
         auth: tuple[str, str] | None = None,
     ) -> tuple[int, dict[str, Any] | None]:
         """POST a form (or a JSON `body`); the status and the JSON object answered (or None)."""
-        headers = {"Accept": "application/json"}
+        status, document, _ = self.post_with_headers(url, deadline, form=form, body=body, auth=auth)
+        return status, document
+
+    def post_with_headers(
+        self,
+        url: str,
+        deadline: Deadline,
+        *,
+        form: Mapping[str, str] | None = None,
+        body: Mapping[str, Any] | None = None,
+        auth: tuple[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> tuple[int, dict[str, Any] | None, Mapping[str, str]]:
+        """`post` with extra request `headers` (a DPoP proof), answering the response's headers too."""
+        extra = headers
+        headers = {"Accept": "application/json", **(extra or {})}
         kwargs: dict[str, Any] = {"headers": headers, "allow_redirects": False}
         if form is not None:
             kwargs["data"] = dict(form)
@@ -66,8 +82,8 @@ class OAuthHttp:
         response = self._send("POST", url, deadline, **kwargs)
         try:
             document = _json(response)
-            log.debug("oauth: POST %s -> HTTP %s", url, response.status_code)
-            return response.status_code, document if isinstance(document, dict) else None
+            log.debug("oauth: POST %s -> HTTP %s", loggable(url), response.status_code)
+            return response.status_code, document if isinstance(document, dict) else None, response.headers
         finally:
             response.close()
 
@@ -84,9 +100,11 @@ class OAuthHttp:
                 response.close = _closing(response, session)  # type: ignore[method-assign]
             return response
         except requests.Timeout as exc:
-            raise RequestTimeout(deadline_timeout(deadline), f"Authorization timed out talking to {url}") from exc
+            raise RequestTimeout(
+                deadline_timeout(deadline), f"Authorization timed out talking to {loggable(url)}"
+            ) from exc
         except requests.RequestException as exc:
-            raise OAuthError(f"could not reach {url}: {type(exc).__name__}") from exc
+            raise OAuthError(f"could not reach {loggable(url)}: {type(exc).__name__}") from exc
         finally:
             if self.session is None and "response" not in locals():
                 session.close()
@@ -101,6 +119,15 @@ def _closing(response: requests.Response, session: requests.Session) -> Callable
         session.close()
 
     return both
+
+
+def loggable(url: str) -> str:
+    """`url` for log lines and messages: no user info, query or fragment (they may carry a code or
+    a key).
+    """
+    parts = urllib.parse.urlsplit(url)
+    netloc = parts.netloc.rpartition("@")[2]
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def deadline_timeout(deadline: Deadline) -> float:

@@ -49,7 +49,7 @@ def show_link(url: str) -> None:
     a line on stderr (for a terminal without a browser).
     """
     if _in_notebook():
-        from IPython.display import HTML, display  # type: ignore[import-not-found]
+        from IPython.display import HTML, display
 
         escaped = url.replace("&", "&amp;").replace('"', "&quot;")
         display(HTML(f'<a href="{escaped}" target="_blank">Authorize mcp_tasks</a>'))

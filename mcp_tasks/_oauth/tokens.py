@@ -16,6 +16,8 @@ import threading
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from mcp_tasks._oauth.filelock import locked
+
 __all__ = ["FileTokenStore", "MemoryTokenStore", "TokenStore", "default_config_dir"]
 
 
@@ -67,8 +69,10 @@ def default_config_dir() -> Path:
 
 class FileTokenStore:
     """Records in one JSON file, readable and writable by its owner only (mode 0600, in a 0700
-    directory it creates). Each `set` rewrites the file atomically, so a reader never sees half of
-    it; records are read from the file on every `get`, so processes can share it.
+    directory it creates). Each `set` rewrites the file atomically under a file lock (``fcntl`` on
+    POSIX, ``msvcrt`` on Windows), so a reader never sees half of it and two writers never lose
+    each other's records; records are read from the file on every `get`, and `OAuth` reads its
+    record again before it refreshes, so processes (a script and the CLI) can share it.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -87,8 +91,11 @@ class FileTokenStore:
         return record if isinstance(record, dict) else None
 
     def set(self, key: str, tokens: dict[str, Any]) -> None:
-        """Replace the record for `key`, rewriting the file with owner-only permissions."""
-        with self._lock:
+        """Replace the record for `key`, rewriting the file with owner-only permissions. The file
+        is locked (against other processes too) from reading it to replacing it, so a record
+        another process wrote meanwhile is kept.
+        """
+        with self._lock, locked(self.path):
             records = self._read()
             records[key] = tokens
             self._write(records)

@@ -17,6 +17,7 @@ from mcp_tasks._tasks._helpers import (
 from mcp_tasks._tasks._many import ManyOptions, as_completed, wait_all, wait_any
 from mcp_tasks._tasks._options import CANCEL_BUDGET, DEFAULT_POLL_INTERVAL, WaitOptions
 from mcp_tasks._tasks._protocol import capabilities, invalid_task
+from mcp_tasks._tasks._resume import resume
 from mcp_tasks._tasks._wait import CallOptions, await_task, call_and_await, wait_task
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "list_tasks",
     "may_create_task",
     "outcome",
+    "resume",
     "server_supports",
     "submit",
     "task_id_of",

@@ -12,6 +12,7 @@ from mcp_tasks._errors import InputRequired, TaskCancelled, TaskFailed
 from mcp_tasks._options import UNSET, check_meta, resolve_timeout
 from mcp_tasks._status import Status, TaskState
 from mcp_tasks._tasks._protocol import TaskProtocol, protocol_of
+from mcp_tasks._tasks._record import record_created, record_status, store_of
 
 if TYPE_CHECKING:
     from mcp_tasks._client import Client
@@ -85,7 +86,10 @@ def call_tool(
         raise TypeError(f"arguments must be a dict or None, got {type(arguments).__name__}")
     check_meta(meta)
     protocol, deadline = _start(client, timeout)
-    return protocol.create(name, arguments, deadline, meta)
+    called = protocol.create(name, arguments, deadline, meta)
+    if isinstance(called, Status):
+        record_created(client, called, name, store_of(client), deadline)
+    return called
 
 
 def get_task(
@@ -99,7 +103,9 @@ def get_task(
     task_id = task_id_of(task)
     check_meta(meta)
     protocol, deadline = _start(client, timeout)
-    return protocol.read(task_id, deadline, protocol.meta(meta))
+    status = protocol.read(task_id, deadline, protocol.meta(meta))
+    record_status(status, store_of(client), deadline)
+    return status
 
 
 def update_task(

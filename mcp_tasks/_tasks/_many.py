@@ -18,6 +18,7 @@ from mcp_tasks._clock import Deadline, wait_condition
 from mcp_tasks._errors import INVALID_PARAMS, McpError, RequestTimeout, TaskTimeout, TransportError
 from mcp_tasks._redact import short_id
 from mcp_tasks._status import Era, Status, TaskState
+from mcp_tasks._store._protocol import TaskStore
 from mcp_tasks._tasks._helpers import cancel_task, task_id_of
 from mcp_tasks._tasks._options import CANCEL_BUDGET, InputOption, OnStatus, WaitSettings
 from mcp_tasks._tasks._schedule import delay, expired, gone
@@ -49,6 +50,7 @@ class ManyOptions(TypedDict, total=False):
     input: InputOption
     on_status: OnStatus | None
     cancel_on_timeout: bool
+    store: TaskStore | None
 
 
 def settings_of(options: Mapping[str, Any], caller: str) -> tuple[WaitSettings, bool]:
@@ -111,6 +113,7 @@ class Group:
         self._done: list[_Member] = []
         self._open = 0
         self._exits = ExitStack()
+        self._made: list[_Member] = []  # the members whose waits this group made (not adopted)
 
     def add(
         self, tasks: Iterable[str | Status], settings: WaitSettings | None = None, listen: bool | None = None
@@ -128,6 +131,7 @@ class Group:
             wait = TaskWait(self.client, task_id, given, settings or self.settings)
             wait.deadline = self.deadline
             member = self._member(wait, given is not None)
+            self._made.append(member)
             added.append(member)
             if listen:
                 (streamed if wait.protocol.era == "modern" else cued).append(task_id)
@@ -220,10 +224,15 @@ class Group:
         return done
 
     def close(self) -> None:
-        """Stop following the tasks still open (they keep running on the server)."""
+        """Stop following the tasks still open (they keep running on the server); free the
+        leases the waits it made hold in a task store.
+        """
         ids = [m.task_id for m in self.members]
         self.watch.drop(self.inbox, ids)
         self._exits.close()
+        for member in self._made:
+            member.wait.recorder.close()
+        self._made.clear()
 
     # -- one task -----------------------------------------------------------------------------
 

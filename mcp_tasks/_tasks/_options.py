@@ -12,6 +12,7 @@ import attrs
 from mcp_tasks._clock import check_duration, check_timeout
 from mcp_tasks._options import UNSET
 from mcp_tasks._status import Status
+from mcp_tasks._store._protocol import TaskStore, check_store
 from mcp_tasks._tasks._strategies import HandlersStrategy, InputStrategy, resolve_strategy
 
 __all__ = [
@@ -50,6 +51,8 @@ class WaitOptions(TypedDict, total=False):
     - `on_status`: called in the caller's thread with each status seen [None].
     - `cancel_on_timeout`: cancel the task when the time is up, spending at most
       `CANCEL_BUDGET` (0.25 s) more [False].
+    - `store`: the `TaskStore` the wait records into, replays unacknowledged answers from and
+      leases the task in [the client's ``store``].
     """
 
     timeout: float | None
@@ -60,6 +63,7 @@ class WaitOptions(TypedDict, total=False):
     input: InputOption
     on_status: OnStatus | None
     cancel_on_timeout: bool
+    store: TaskStore | None
 
 
 def _flag(name: str, value: object) -> bool:
@@ -94,6 +98,10 @@ def _on_status(value: object) -> OnStatus | None:
     return value
 
 
+def _store(value: object) -> object:
+    return value if value is UNSET else check_store(value)
+
+
 def _request_timeout(value: object) -> object:
     return value if value is UNSET else check_timeout("request_timeout", value)
 
@@ -110,6 +118,7 @@ class WaitSettings:
     input: InputStrategy = attrs.field(default=HandlersStrategy(), converter=resolve_strategy)
     on_status: OnStatus | None = attrs.field(default=None, converter=_on_status)
     cancel_on_timeout: bool = attrs.field(default=False, converter=_cancel_on_timeout)
+    store: Any = attrs.field(default=UNSET, converter=_store)  # UNSET: the client's
 
     @classmethod
     def of(cls, options: Mapping[str, Any], caller: str = "wait_task") -> WaitSettings:

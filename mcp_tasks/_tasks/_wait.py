@@ -29,7 +29,10 @@ from mcp_tasks._status import Status, TaskState
 from mcp_tasks._tasks._helpers import cancel_task, outcome, task_id_of
 from mcp_tasks._tasks._options import CANCEL_BUDGET, WaitOptions, WaitSettings
 from mcp_tasks._tasks._protocol import TaskProtocol, protocol_of
+from mcp_tasks._tasks._record import Recorder, store_of
 from mcp_tasks._tasks._side import side_of
+from mcp_tasks._tasks._strategies import ReturnStrategy
+from mcp_tasks._trace_hook import NO_TASK_TRACE, TaskTrace
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -51,8 +54,16 @@ def _fingerprint(status: Status) -> tuple[Any, ...]:
 class _Wait:
     """The state of one wait."""
 
-    def __init__(self, client: Client, task_id: str, given: Status | None, settings: WaitSettings) -> None:
+    def __init__(
+        self,
+        client: Client,
+        task_id: str,
+        given: Status | None,
+        settings: WaitSettings,
+        trace: TaskTrace = NO_TASK_TRACE,
+    ) -> None:
         self.client = client
+        self.trace = trace  # the task's span (client.channel.tracing.task), when the client traces
         self.task_id = task_id
         self.settings = settings
         self.deadline = Deadline(settings.timeout)
@@ -70,6 +81,7 @@ class _Wait:
         self.mark = 0  # the board's count for the task before the last read
         self.protocol: TaskProtocol = self._bounded(lambda step: protocol_of(client.channel, step))
         self.meta = self.protocol.meta()  # merged once for every request of the wait
+        self.recorder = Recorder(store_of(client, settings.store), task_id, self.deadline)  # a store's ledger and lease
 
     # -- entry --------------------------------------------------------------------------------
 
@@ -113,6 +125,7 @@ class _Wait:
         if response is None:
             return self._stop(status, message, "The client's wait returned without answering")
         self.just_answered = True
+        self.trace.input_round(1)
         return {"jsonrpc": "2.0", "id": message.get("id"), "result": response}
 
     def _stop(self, why: Status | Exception, message: dict[str, Any], text: str) -> dict[str, Any]:
@@ -187,26 +200,37 @@ class _Wait:
             pending = {k: v for k, v in status.input_requests.items() if k not in self.answered}
             if not pending:
                 return None  # the server has not caught up with what this wait sent
-            responses = self.settings.input.answer(self.client, status, pending)
+            if not self.recorder.may_answer():  # leased elsewhere (read only), or just taken (read again)
+                if not self.recorder.holding and isinstance(self.settings.input, ReturnStrategy):
+                    return status  # the caller asked for input_required back, whoever answers it
+                self.input_declined = True
+                self.just_answered = self.recorder.holding
+                return None
+            responses = self.recorder.replay(pending) or self.settings.input.answer(self.client, status, pending)
             if responses is None:
                 return status
             if not isinstance(responses, Mapping):
                 raise input_failure(None, ("invalid_return", responses), status.with_input_requests(pending))
-            if responses:
-                self._bounded(lambda step: self.protocol.update(self.task_id, responses, step, self.meta))
+            if responses and self.recorder.send(responses, lambda: self._update(responses)):
                 self.answered.update(responses)
                 self.just_answered = True
+                self.trace.input_round(len(responses))
             self.input_declined = any(key not in responses for key in pending)
             return None
         if status.terminal:
             return status
         return None
 
+    def _update(self, responses: Mapping[str, Any]) -> None:
+        self._bounded(lambda step: self.protocol.update(self.task_id, responses, step, self.meta))
+
     def _notify(self, status: Status) -> None:
         fingerprint = _fingerprint(status)
         if fingerprint != self.seen:
             self.seen = fingerprint
+            self.recorder.read(status)
             log.debug("task %s is %s", short_id(self.task_id), status.wire_status)
+            self.trace.status(status)
             if self.settings.on_status is not None:
                 self.settings.on_status(status)
 
@@ -352,10 +376,19 @@ def call_and_await(
 
 
 def _run(client: Client, task: str | Status, settings: WaitSettings) -> Status:
+    with client.channel.tracing.task(task_id_of(task)) as trace:  # the wait's span, when the client traces
+        final = _waited(client, task, settings, trace)
+        trace.finish(final)
+        return final
+
+
+def _waited(client: Client, task: str | Status, settings: WaitSettings, trace: TaskTrace) -> Status:
     task_id = task_id_of(task)
     given = task if isinstance(task, Status) else None
+    wait: _Wait | None = None
     try:
-        return _Wait(client, task_id, given, settings).run(given)
+        wait = _Wait(client, task_id, given, settings, trace)
+        return wait.run(given)
     except TaskTimeout as timed_out:
         if settings.cancel_on_timeout:
             raise _cancelled_after(client, timed_out, task_id) from None
@@ -366,6 +399,9 @@ def _run(client: Client, task: str | Status, settings: WaitSettings) -> Status:
                 f"mcp_tasks: task {short_id(task_id)} is still running on the server; wait for it again or cancel it"
             )
         raise
+    finally:
+        if wait is not None:
+            wait.recorder.close()  # a lease it held is free at once
 
 
 def _cancelled_after(client: Client, timed_out: TaskTimeout, task_id: str) -> TaskTimeout:

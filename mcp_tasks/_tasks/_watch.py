@@ -18,9 +18,10 @@ waited on, by any thread, and the news they bring to the waits (a channel attach
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from mcp_tasks._clock import Deadline
@@ -96,6 +97,7 @@ class Watch:
         self._stop = threading.Event()
         self._manager: threading.Thread | None = None
         self._meta: Any = None
+        self._context: contextvars.Context | None = None
         side.listeners.append(self._session_notification)
 
     # -- the waits' side ----------------------------------------------------------------------
@@ -109,6 +111,8 @@ class Watch:
                     continue
                 if self._listen and task_id not in self._streamed and task_id not in self._polled:
                     self._unplaced.add(task_id)  # the cue comes when a stream takes it, or not
+                    if self._context is None:  # the stream opens in the first waiter's context
+                        self._context = contextvars.copy_context()  # (its trace span, say)
                 else:
                     inbox.news[task_id] = READ  # already placed (or no listen): read it now
             if stream and self._unplaced and self._manager is None and not self._stop.is_set():
@@ -211,14 +215,16 @@ class Watch:
             with self.changed:
                 batch = set(self._unplaced)
                 self._unplaced.clear()
+                context, self._context = self._context, None
                 streams = len(self._streams)
                 merged = set(self._streamed)  # wanted ids on the open streams
             if not batch or self._stop.is_set():
                 continue
+            run = context.run if context is not None else _call
             if streams < MAX_STREAMS:
-                self._place(batch, set(), MAX_STREAMS - streams)
+                run(self._place, batch, set(), MAX_STREAMS - streams)
             elif streams == MAX_STREAMS and (self._cap is None or len(merged) + len(batch) <= self._cap):
-                self._place(batch, merged, 1, split=False)
+                run(self._place, batch, merged, 1, False)
             else:
                 self._place(batch, set(), 0)  # no room: polled
 
@@ -236,7 +242,7 @@ class Watch:
             stream.subscription.close()
         join_all([s.thread for s in streams], CLOSE_TIMEOUT)
 
-    def _place(self, batch: set[str], merged: set[str], slots: int, *, split: bool = True) -> None:
+    def _place(self, batch: set[str], merged: set[str], slots: int, split: bool = True) -> None:
         """Open up to `slots` streams for `batch` (and `merged`, ids already on streams: their
         streams close once the new one is acknowledged; never `split` then, so that the streams
         stay at most ``MAX_STREAMS + 1``); what finds no place is polled.
@@ -345,6 +351,10 @@ class Watch:
         """
         if self._manager is not None:
             join_all([self._manager], CLOSE_TIMEOUT)
+
+
+def _call(function: Callable[..., object], *args: object) -> object:
+    return function(*args)
 
 
 def watch_of(channel: Channel) -> Watch:

@@ -51,6 +51,7 @@ from mcp_tasks.server._tools import (
     schema_from_signature,
     to_call_result,
 )
+from mcp_tasks.server._tracing import traced_request
 
 __all__ = ["Server"]
 
@@ -201,7 +202,10 @@ class Server:
         if not isinstance(method, str):
             return _error_response(request_id, McpError(INVALID_REQUEST, "Invalid Request: no method"))
         try:
-            result = self._dispatch(request_id, method, message.get("params"), exchange)
+            params = message.get("params")
+            result = traced_request(
+                method, request_id, params, lambda: self._dispatch(request_id, method, params, exchange)
+            )
         except McpError as exc:
             return _error_response(request_id, exc)
         except Exception:

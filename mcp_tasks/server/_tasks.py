@@ -20,6 +20,7 @@ from mcp_tasks._redact import short_id
 from mcp_tasks._threads import join_all, start_thread
 from mcp_tasks._wire import dumps
 from mcp_tasks.server._tools import Cancelled, Tool, ToolContext, ToolError, error_result, to_call_result
+from mcp_tasks.server._tracing import carried
 
 __all__ = ["TaskRecord", "TaskRuntime"]
 
@@ -222,7 +223,7 @@ class TaskRuntime:
         self._workers: dict[TaskRecord, threading.Thread] = {}
         # Tasks beyond max_jobs wait here, working, until a worker is free (oldest first).
         self._next_reap = 0.0
-        self._queued: collections.deque[tuple[TaskRecord, Tool, ToolContext, dict[str, Any]]] = collections.deque()
+        self._queued: collections.deque[tuple[TaskRecord, Callable[[], None]]] = collections.deque()
         self._numbers = itertools.count(1)
         self._timers: set[threading.Thread] = set()
         self._stopping = threading.Event()
@@ -249,23 +250,23 @@ class TaskRuntime:
             self._tasks[record.task_id] = record
             record.created = record.creation()  # as it stands before its tool starts
             context = ToolContext(cancelled=record.cancel_event, task=record, principal=principal, meta=meta)
+            # The job carries the creating request's trace context, also when it starts later.
+            job = carried(lambda: self._run(record, tool, context, arguments), tool.name, record.task_id)
             if len(self._workers) >= self.max_jobs:
-                self._queued.append((record, tool, context, arguments))
+                self._queued.append((record, job))
             else:
-                self._start_locked(record, tool, context, arguments)
+                self._start_locked(record, job)
         return record
 
-    def _start_locked(self, record: TaskRecord, tool: Tool, context: ToolContext, arguments: dict[str, Any]) -> None:
-        self._workers[record] = start_thread(
-            f"server-task-{next(self._numbers)}", lambda: self._run(record, tool, context, arguments)
-        )
+    def _start_locked(self, record: TaskRecord, job: Callable[[], None]) -> None:
+        self._workers[record] = start_thread(f"server-task-{next(self._numbers)}", job)
 
     def _next_locked(self) -> None:
         """Start queued tasks while workers are free (a task cancelled in the queue is skipped)."""
         while self._queued and len(self._workers) < self.max_jobs and not self._closed:
-            record, tool, context, arguments = self._queued.popleft()
+            record, job = self._queued.popleft()
             if not record.terminal and not record.cancel_event.is_set():
-                self._start_locked(record, tool, context, arguments)
+                self._start_locked(record, job)
             elif not record.terminal:
                 record.cancel()
 

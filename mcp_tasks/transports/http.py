@@ -97,6 +97,7 @@ from mcp_tasks._wire import (
     valid_id,
 )
 from mcp_tasks._wire import dumps as dump_json
+from mcp_tasks.transports._auth_flow import send_through_auth
 from mcp_tasks.transports._base import Message, RequestId, Sent, Stream, Transport, request_ids
 from mcp_tasks.transports._session import (
     Awaited,
@@ -504,17 +505,14 @@ class HttpTransport(Transport):
                 if "set-cookie" in raw.headers:
                     self._keep_cookies(headers, body, raw)
             else:
-                raw = self._session.request(
+                raw = send_through_auth(
+                    self._session,
                     "POST",
                     self.url,
+                    deadline,
+                    auth=self._auth,
                     data=body,
                     headers=headers,
-                    auth=self._auth,
-                    # (connect, read) rather than a urllib3 Timeout: an auth hook that re-sends
-                    # passes the same timeout on, and a started Timeout cannot be used twice.
-                    timeout=(step, step),
-                    stream=True,
-                    allow_redirects=False,
                     verify=self._verify,
                     cert=self._cert,
                     proxies=self._proxies,

@@ -426,6 +426,8 @@ class StdioTransport(Transport):
         if isinstance(args, (str, bytes)):
             raise TypeError("args must be a sequence of strings, not one string")
         argv = [os.fspath(command), *(os.fspath(a) for a in args)]
+        self.argv: tuple[str, ...] = tuple(argv)
+        """The server's command line (a task store names a stdio task's endpoint with it)."""
         try:
             proc = subprocess.Popen(
                 argv,

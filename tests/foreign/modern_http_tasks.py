@@ -6,7 +6,8 @@ the request declares the extension and the server advertises it; the tool's resu
 
 Tools: ``plain``; ``hold`` (a task that stays working); ``hostile`` (a task whose ``tasks/get``
 answers badly: ``mode`` list | object | number | other_id); ``wrong_id`` (answered with another
-request's id).
+request's id); ``ask`` (a task that needs input ``q`` until a ``tasks/update`` answers it, then
+completes with the answer; every ``tasks/update`` is kept in ``updates``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from tests.foreign.legacy_tasks_core import Journal, obj
 VERSION = "2026-07-28"
 TASKS = "io.modelcontextprotocol/tasks"
 CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
-TOOLS = [{"name": name, "inputSchema": {"type": "object"}} for name in ("plain", "hold", "hostile", "wrong_id")]
+TOOLS = [{"name": name, "inputSchema": {"type": "object"}} for name in ("plain", "hold", "hostile", "wrong_id", "ask")]
+QUESTION = {"method": "elicitation/create", "params": {"message": "Name?", "requestedSchema": {"type": "object"}}}
 STAMP = "2026-12-01T10:00:00Z"
 
 
@@ -30,6 +32,7 @@ class ModernHttpTasksServer(SocketHttpServer):
         self.advertise = advertise
         self.journal = Journal()
         self.tasks: dict[str, dict[str, Any]] = {}  # task id -> {"tool", "mode"}
+        self.updates: list[tuple[str, dict[str, Any]]] = []  # (task id, inputResponses) of each tasks/update
 
     def handle(self, request: HttpRequest, conn: HttpConn) -> bool:
         message = obj(request.json)
@@ -69,6 +72,13 @@ class ModernHttpTasksServer(SocketHttpServer):
                 conn.json("200 OK", {"jsonrpc": "2.0", "id": request_id, "error": error})
                 return True
             result = {"resultType": "complete", **self._hostile(task_id, task)}
+        elif method == "tasks/update" and str(params.get("taskId")) in self.tasks:
+            task = self.tasks[str(params.get("taskId"))]
+            responses = obj(params.get("inputResponses"))
+            self.updates.append((str(params.get("taskId")), responses))
+            if task["tool"] == "ask" and "answer" not in task and "q" in responses:
+                task["answer"] = responses["q"]
+            result = {"resultType": "complete"}
         else:
             error = {"code": -32601, "message": f"Method not found: {method}"}
             conn.json("200 OK", {"jsonrpc": "2.0", "id": request_id, "error": error})
@@ -82,7 +92,7 @@ class ModernHttpTasksServer(SocketHttpServer):
         declared = obj(meta.get(CLIENT_CAPABILITIES))
         extensions = obj(declared.get("extensions"))
         arguments = obj(params.get("arguments"))
-        if name in ("hold", "hostile") and self.advertise and TASKS in extensions:
+        if name in ("hold", "hostile", "ask") and self.advertise and TASKS in extensions:
             task_id = str(uuid.uuid4())
             self.tasks[task_id] = {"tool": name, "mode": arguments.get("mode")}
             return {"resultType": "task", **_task(task_id, "working")}
@@ -91,6 +101,11 @@ class ModernHttpTasksServer(SocketHttpServer):
     def _hostile(self, task_id: str, task: dict[str, Any]) -> dict[str, Any]:
         wire = _task(task_id, "working")
         mode = task["mode"] if task["tool"] == "hostile" else None
+        if task["tool"] == "ask":
+            if "answer" in task:
+                done = {"content": [{"type": "text", "text": "answered"}], "structuredContent": {"q": task["answer"]}}
+                return {**_task(task_id, "completed"), "result": done}
+            return {**_task(task_id, "input_required"), "inputRequests": {"q": QUESTION}}
         if mode == "list":
             wire["status"] = ["working"]
         elif mode == "object":

@@ -284,8 +284,27 @@ def oauth_for(scenario: str, context: Mapping[str, Any]) -> mt.OAuth | None:
         return None
     client_id = context.get("client_id") if isinstance(context.get("client_id"), str) else None
     secret = context.get("client_secret") if isinstance(context.get("client_secret"), str) else None
+    if scenario == "auth/client-credentials-jwt":  # private_key_jwt (SEP-1046)
+        return mt.OAuth(
+            client_id=client_id,
+            private_key=str(context["private_key_pem"]),
+            grant="client_credentials",
+            timeout=TIMEOUT,
+        )
     if scenario.startswith("auth/client-credentials"):
         return mt.OAuth(client_id=client_id, client_secret=secret, grant="client_credentials", timeout=TIMEOUT)
+    if scenario == "auth/wif-jwt-bearer":  # workload identity federation (SEP-1933)
+        return mt.OAuth(client_id=client_id, grant="jwt_bearer", assertion=str(context["valid_jwt"]), timeout=TIMEOUT)
+    if scenario == "auth/enterprise-managed-authorization":  # SEP-990
+        return mt.OAuth(
+            client_id=client_id,
+            client_secret=secret,
+            grant="enterprise_managed",
+            id_token=str(context["idp_id_token"]),
+            idp_token_endpoint=str(context["idp_token_endpoint"]),
+            idp_client_id=str(context["idp_client_id"]),
+            timeout=TIMEOUT,
+        )
     return mt.OAuth(
         client_id=client_id,
         client_secret=secret,
@@ -293,6 +312,7 @@ def oauth_for(scenario: str, context: Mapping[str, Any]) -> mt.OAuth | None:
         redirect_uri=REDIRECT_URI,
         authorize=follow_authorization,
         timeout=TIMEOUT,
+        dpop=scenario.startswith("auth/dpop"),  # SEP-1932
     )
 
 

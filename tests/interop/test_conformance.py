@@ -13,10 +13,10 @@ The auth/* scenarios run with `mcp_tasks.OAuth` as the client's auth object: the
 set, the extension scenario auth/client-credentials-basic, and the two 2025-03-26 ones (forced to
 run at 2026-07-28: their point is the authorization fallback, not the older wire).
 
-Not run: the sep-2640-* skills-extension scenarios (not a tools client's part; the runner skips them
-at 2026-07-28), and the auth extension scenarios that need signed JWTs or DPoP
-(client-credentials-jwt, enterprise-managed-authorization, dpop, dpop-nonce, wif-jwt-bearer), which
-mcp_tasks does not do.
+The auth extension scenarios that need signed JWTs or DPoP (client-credentials-jwt, dpop,
+dpop-nonce, wif-jwt-bearer, enterprise-managed-authorization) run forced as well, with the
+mcp_tasks[jwt] extra. Not run: the sep-2640-* skills-extension scenarios (not a tools client's
+part; the runner skips them at 2026-07-28).
 """
 
 from __future__ import annotations
@@ -99,6 +99,13 @@ FORCED_SCENARIOS = [
     "auth/client-credentials-basic",
     "auth/2025-03-26-oauth-metadata-backcompat",
     "auth/2025-03-26-oauth-endpoint-fallback",
+    # The signed grants (mcp_tasks[jwt]): private_key_jwt, DPoP with and without nonces, workload
+    # identity federation and enterprise-managed authorization.
+    "auth/client-credentials-jwt",
+    "auth/dpop",
+    "auth/dpop-nonce",
+    "auth/wif-jwt-bearer",
+    "auth/enterprise-managed-authorization",
 ]
 
 # The 2025-era scenarios (stateful sessions: initialize, Mcp-Session-Id, the GET stream).

@@ -1,0 +1,94 @@
+"""The command line's task store: ``--store PATH`` (or ``$MCP_TASKS_STORE``, or the default file),
+``mcp-tasks tasks`` (the unfinished tasks it keeps) and the lookup of ``mcp-tasks wait TASK_ID``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from typing import IO, Any
+
+from mcp_tasks._store import SqliteTaskStore, TaskRef
+from mcp_tasks._store._sqlite import STORE_ENV
+
+__all__ = ["add_store_option", "find_task", "list_tasks", "named_store", "open_store", "store_options"]
+
+STORE_HELP = f"the task store file (default: ${STORE_ENV}, else tasks.sqlite3 in your data folder)"
+PREFIX = 8
+"""How much of a task id the listing shows: enough to pick it with ``mcp-tasks wait``."""
+
+
+def add_store_option(parser: argparse.ArgumentParser, what: str = STORE_HELP) -> None:
+    """Add ``--store PATH`` to a command."""
+    parser.add_argument("--store", metavar="PATH", default=None, help=what)
+
+
+def open_store(args: argparse.Namespace) -> SqliteTaskStore:
+    """The store the command names (``--store``, else ``$MCP_TASKS_STORE``, else the default file)."""
+    return SqliteTaskStore(getattr(args, "store", None))
+
+
+def named_store(args: argparse.Namespace) -> SqliteTaskStore | None:
+    """The store the command names with ``--store`` or ``$MCP_TASKS_STORE``; None when it names none."""
+    if getattr(args, "store", None) is None and not os.environ.get(STORE_ENV):
+        return None
+    return open_store(args)
+
+
+def store_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The client options that record into the command's store (none when it names none)."""
+    store = getattr(args, "store_opened", None)
+    return {"store": store} if store is not None else {}
+
+
+def find_task(store: SqliteTaskStore, wanted: str) -> TaskRef:
+    """The task kept under `wanted`, or the one unfinished task whose id starts with it
+    (ValueError naming the store otherwise).
+    """
+    exact = store.get(wanted)
+    if exact is not None:
+        return exact
+    matches = [ref for ref in store.unfinished() if ref.task_id.startswith(wanted)]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise ValueError(f"no task {wanted!r} in {store.path} (list them with: mcp-tasks tasks)")
+    raise ValueError(f"{len(matches)} unfinished tasks in {store.path} start with {wanted!r}: give more of the id")
+
+
+def _age(seconds: float) -> str:
+    if seconds < 90:
+        return f"{max(seconds, 0):.0f}s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f}m"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.0f}h"
+    return f"{seconds / 86400:.0f}d"
+
+
+def list_tasks(store: SqliteTaskStore, out: IO[str], *, as_json: bool) -> int:
+    """Write the store's unfinished tasks to `out`, oldest first: id prefix, tool, endpoint, age,
+    last status (with ``as_json``, each ref's JSON on a line of its own). Returns how many.
+    """
+    refs = store.unfinished()
+    now = time.time()
+    rows = []
+    for ref in refs:
+        if as_json:
+            out.write(ref.to_json() + "\n")
+            continue
+        status = ref.last_status.wire_status if ref.last_status is not None else "-"
+        rows.append((ref.task_id[:PREFIX] + "…", ref.tool or "-", ref.endpoint, _age(now - ref.created_at), status))
+    if not as_json:
+        if not rows:
+            out.write(f"no unfinished tasks in {store.path}\n")
+            return 0
+        rows.insert(0, ("TASK", "TOOL", "ENDPOINT", "AGE", "STATUS"))
+        widths = [max(len(row[i]) for row in rows) for i in range(4)]
+        for row in rows:
+            out.write(
+                "  ".join(cell.ljust(width) for cell, width in zip(row[:4], widths, strict=True)) + "  " + row[4] + "\n"
+            )
+    out.flush()
+    return len(refs)

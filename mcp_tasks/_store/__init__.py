@@ -1,0 +1,29 @@
+"""Tasks that outlive the process: `TaskRef` (what is kept of a task), the `TaskStore` protocol
+and `SqliteTaskStore`, the store that ships. The store knows nothing of clients or waits; the
+tasks code records into it.
+"""
+
+from mcp_tasks._store._bound import store_bound, store_deadline
+from mcp_tasks._store._holder import holder_gone, new_holder
+from mcp_tasks._store._protocol import LEASE_TTL, STORE_METHODS, TaskStore
+from mcp_tasks._store._ref import NewerRecord, TaskRef
+from mcp_tasks._store._renewer import Lease, hold, let_go
+from mcp_tasks._store._sqlite import SqliteTaskStore, StoreError, default_store_path
+
+__all__ = [
+    "LEASE_TTL",
+    "STORE_METHODS",
+    "Lease",
+    "NewerRecord",
+    "SqliteTaskStore",
+    "StoreError",
+    "TaskRef",
+    "TaskStore",
+    "default_store_path",
+    "hold",
+    "holder_gone",
+    "let_go",
+    "new_holder",
+    "store_bound",
+    "store_deadline",
+]

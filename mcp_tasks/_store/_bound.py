@@ -1,0 +1,32 @@
+"""How long a store call may wait for a busy store: a bound the caller sets around its calls (a
+wait's deadline, a lease renewal's), kept per thread, so the `TaskStore` methods need no deadline
+parameter and a store of one's own keeps its signature.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+__all__ = ["store_bound", "store_deadline"]
+
+_BOUND: ContextVar[float | None] = ContextVar("mcp_tasks_store_bound", default=None)
+
+
+@contextmanager
+def store_deadline(at: float | None) -> Iterator[None]:
+    """Store calls made inside give up retrying a busy store at `at` (on the monotonic clock;
+    None: no bound of the caller's). A bound already set and earlier is kept.
+    """
+    outer = _BOUND.get()
+    token = _BOUND.set(at if outer is None else outer if at is None else min(at, outer))
+    try:
+        yield
+    finally:
+        _BOUND.reset(token)
+
+
+def store_bound() -> float | None:
+    """The monotonic time the current caller's store calls must end by, or None."""
+    return _BOUND.get()

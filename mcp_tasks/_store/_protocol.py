@@ -1,0 +1,85 @@
+"""`TaskStore`: the methods a task store has. Any object with them works (SQLite ships); the
+contract each must keep is in the README ("Resuming") and tests/store_contract.py checks it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol, runtime_checkable
+
+from mcp_tasks._status import Status
+from mcp_tasks._store._ref import TaskRef
+
+__all__ = ["LEASE_TTL", "STORE_METHODS", "TaskStore", "check_store"]
+
+LEASE_TTL = 15.0
+"""Seconds a lease lasts without renewal."""
+
+STORE_METHODS = (
+    "record",
+    "update",
+    "get",
+    "unfinished",
+    "forget",
+    "write_answers",
+    "acknowledge",
+    "unacknowledged",
+    "acquire",
+    "renew",
+    "release",
+)
+
+
+@runtime_checkable
+class TaskStore(Protocol):
+    """Where tasks outlive the process that made them: their refs, the answers sent to them (a
+    write-ahead ledger) and the leases of the waits that answer them. Safe for many threads; a
+    store shared by processes keeps each method atomic.
+    """
+
+    def record(self, ref: TaskRef) -> None:
+        """Keep `ref` (a task just created); a ref already kept under its id is replaced."""
+
+    def update(self, task_id: str, status: Status) -> None:
+        """Make `status` the task's last status; a task not kept is left alone."""
+
+    def get(self, task_id: str) -> TaskRef | None:
+        """The ref kept under `task_id`, or None."""
+
+    def unfinished(self) -> list[TaskRef]:
+        """The refs whose last status is not terminal, oldest first."""
+
+    def forget(self, task_id: str) -> None:
+        """Drop the task: its ref, its answers and its lease."""
+
+    def write_answers(self, task_id: str, answers: Mapping[str, Any]) -> None:
+        """Keep `answers` (input responses by key) as not yet acknowledged, durably, before they
+        are sent.
+        """
+
+    def acknowledge(self, task_id: str, keys: Iterable[str]) -> None:
+        """Mark the answers under `keys` as received by the server."""
+
+    def unacknowledged(self, task_id: str) -> dict[str, Any]:
+        """The answers written and never acknowledged, by key, exactly as written."""
+
+    def acquire(self, task_id: str, holder: str, ttl: float) -> bool:
+        """Take the task's lease for `ttl` seconds: True when it was free, expired, held by a
+        process of this machine that is gone, or already `holder`'s; False when another holds it.
+        """
+
+    def renew(self, task_id: str, holder: str, ttl: float) -> bool:
+        """Extend `holder`'s lease by `ttl` seconds from now: False when `holder` no longer holds it."""
+
+    def release(self, task_id: str, holder: str) -> None:
+        """Free the lease if `holder` holds it."""
+
+
+def check_store(value: object) -> TaskStore | None:
+    """A ``store=`` option: None, or an object with every `TaskStore` method (TypeError otherwise)."""
+    if value is None:
+        return None
+    missing = [name for name in STORE_METHODS if not callable(getattr(value, name, None))]
+    if missing:
+        raise TypeError(f"store must be a TaskStore (such as SqliteTaskStore); {value!r} has no {', '.join(missing)}")
+    return value  # type: ignore[return-value]

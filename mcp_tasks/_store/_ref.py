@@ -1,0 +1,132 @@
+"""`TaskRef`: what a store keeps of one task, enough to find it again from another process."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import attrs
+
+from mcp_tasks._errors import InvalidStatus
+from mcp_tasks._redact import short_id
+from mcp_tasks._status import Era, Status
+
+__all__ = ["FORMAT", "NewerRecord", "TaskRef"]
+
+FORMAT = 1
+"""The version of the JSON a `TaskRef` is saved as; a larger one was written by a newer mcp_tasks."""
+
+
+class NewerRecord(ValueError):
+    """A saved record of a format newer than this mcp_tasks reads (upgrade it to read the record)."""
+
+    def __init__(self, found: object) -> None:
+        super().__init__(
+            f"the record was written by a newer mcp_tasks (format {found}; this one reads up to {FORMAT}): "
+            "upgrade mcp_tasks to read it"
+        )
+        self.found = found
+
+
+def _era(value: object) -> Era:
+    if value not in ("modern", "legacy"):
+        raise ValueError(f"era must be 'modern' or 'legacy', got {value!r}")
+    return value
+
+
+def _text(name: str) -> Any:
+    def check(instance: object, attribute: object, value: object) -> None:
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+
+    return check
+
+
+@attrs.frozen(repr=False)
+class TaskRef:
+    """A task as a store keeps it: where it runs (`endpoint`: the URL for HTTP, the command line
+    for stdio, ``direct:<server name>`` in-process), its id, its era, the tool that made it, when
+    (`created_at`, seconds since the epoch) and the last status read (None before any).
+
+    Its repr shows a short id only: a task id is a bearer credential.
+    """
+
+    endpoint: str = attrs.field(validator=_text("endpoint"))
+    task_id: str = attrs.field(validator=_text("task_id"))
+    era: Era = attrs.field(default="modern", converter=_era)
+    tool: str | None = None
+    created_at: float = attrs.field(factory=time.time)
+    last_status: Status | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(Status))
+    )
+
+    @property
+    def finished(self) -> bool:
+        """Whether the last status read was terminal (completed, failed or cancelled)."""
+        return self.last_status is not None and self.last_status.terminal
+
+    @property
+    def session_id(self) -> str | None:
+        """The 2025-era HTTP session the task belongs to (from its last status), else None."""
+        return self.last_status.session_id if self.last_status is not None else None
+
+    def with_status(self, status: Status) -> TaskRef:
+        """A copy with `status` as its last status."""
+        return attrs.evolve(self, last_status=status)
+
+    def to_json(self) -> str:
+        """The ref as one JSON object (`TaskRef.from_json` reads it back), with its format version."""
+        saved: dict[str, Any] = {
+            "format": FORMAT,
+            "endpoint": self.endpoint,
+            "taskId": self.task_id,
+            "era": self.era,
+            "tool": self.tool,
+            "createdAt": self.created_at,
+            "lastStatus": self.last_status.to_map() if self.last_status is not None else None,
+        }
+        return json.dumps(saved, ensure_ascii=False, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> TaskRef:
+        """A ref from `to_json`'s text: `NewerRecord` when a newer mcp_tasks wrote it, `ValueError`
+        when it is not such a record.
+        """
+        try:
+            saved = json.loads(text)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"a TaskRef must be a JSON object: {exc}") from None
+        if not isinstance(saved, dict):
+            raise ValueError(f"a TaskRef must be a JSON object, got {type(saved).__name__}")
+        found = saved.get("format")
+        if isinstance(found, bool) or not isinstance(found, int) or found < 1:
+            raise ValueError(f"a TaskRef needs a positive integer format, got {found!r}")
+        if found > FORMAT:
+            raise NewerRecord(found)
+        created = saved.get("createdAt")
+        if isinstance(created, bool) or not isinstance(created, (int, float)):
+            raise ValueError(f"createdAt must be a number, got {created!r}")
+        tool = saved.get("tool")
+        if tool is not None and not isinstance(tool, str):
+            raise ValueError(f"tool must be a string or null, got {tool!r}")
+        last = saved.get("lastStatus")
+        try:
+            status = Status.from_map(last) if last is not None else None
+        except InvalidStatus as exc:
+            raise ValueError(f"lastStatus is not a task status: {exc}") from None
+        return cls(
+            endpoint=saved.get("endpoint"),  # type: ignore[arg-type]
+            task_id=saved.get("taskId"),  # type: ignore[arg-type]
+            era=saved.get("era"),
+            tool=tool,
+            created_at=float(created),
+            last_status=status,
+        )
+
+    def __repr__(self) -> str:
+        last = self.last_status.wire_status if self.last_status is not None else None
+        return (
+            f"TaskRef(task_id={short_id(self.task_id)!r}, tool={self.tool!r}, endpoint={self.endpoint!r}, "
+            f"era={self.era!r}, last_status={last!r})"
+        )

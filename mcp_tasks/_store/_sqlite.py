@@ -1,0 +1,361 @@
+"""`SqliteTaskStore`: the task store that ships, one SQLite file shared by the threads and the
+processes of one machine (WAL mode, one short transaction per method, a busy database retried).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import sqlite3
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+from mcp_tasks._redact import short_id
+from mcp_tasks._status import Status
+from mcp_tasks._store._bound import store_bound
+from mcp_tasks._store._holder import holder_gone
+from mcp_tasks._store._ref import TaskRef
+
+__all__ = ["SCHEMA", "SqliteTaskStore", "StoreError", "default_store_path"]
+
+log = logging.getLogger("mcp_tasks")
+T = TypeVar("T")
+
+SCHEMA = 1
+"""The layout of the file (``PRAGMA user_version``); a larger one was made by a newer mcp_tasks."""
+STORE_ENV = "MCP_TASKS_STORE"
+DEFAULT_KEEP_FINISHED = 7 * 24 * 3600.0
+PRUNE_EVERY = 64
+
+_TABLES = """
+CREATE TABLE IF NOT EXISTS tasks (
+    task_id TEXT PRIMARY KEY,
+    finished INTEGER NOT NULL,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    ref TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tasks_finished ON tasks (finished, updated_at);
+CREATE TABLE IF NOT EXISTS answers (
+    task_id TEXT NOT NULL,
+    key TEXT NOT NULL,
+    response TEXT NOT NULL,
+    acknowledged INTEGER NOT NULL,
+    written_at REAL NOT NULL,
+    PRIMARY KEY (task_id, key)
+);
+CREATE TABLE IF NOT EXISTS leases (
+    task_id TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    expires REAL NOT NULL
+);
+"""
+
+
+class StoreError(OSError):
+    """A task store that cannot be used as it is: a file that is not a store, one that cannot be
+    written, one a newer mcp_tasks made. The message names the file; nothing in it was changed.
+    """
+
+
+def default_store_path() -> Path:
+    """The store file when none is named: ``$MCP_TASKS_STORE``, else ``tasks.sqlite3`` in the
+    user's data folder (XDG_DATA_HOME on Linux, LOCALAPPDATA on Windows).
+    """
+    named = os.environ.get(STORE_ENV)
+    if named:
+        return Path(named).expanduser()
+    if os.name == "nt":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Application Support"
+    else:
+        base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return base / "mcp_tasks" / "tasks.sqlite3"
+
+
+def _busy(exc: sqlite3.Error) -> bool:
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
+
+
+class SqliteTaskStore:
+    """A `TaskStore` in one SQLite file: `path`, or `default_store_path()` (created owner-only:
+    mode 0600 in a 0700 folder). Safe for many threads and many processes of one machine: WAL
+    mode, one short transaction per method, a busy database retried for up to `busy_timeout`
+    seconds. Finished tasks not touched for `keep_finished` seconds (a week) are pruned.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        busy_timeout: float = 30.0,
+        keep_finished: float = DEFAULT_KEEP_FINISHED,
+    ) -> None:
+        if not busy_timeout > 0 or not keep_finished > 0:
+            raise ValueError("busy_timeout and keep_finished must be positive numbers of seconds")
+        self.path = Path(path).expanduser() if path is not None else default_store_path()
+        self.busy_timeout = float(busy_timeout)
+        self.keep_finished = float(keep_finished)
+        self._writes = 0
+        self._lock = threading.Lock()
+        self._create_file()
+        self._run(self._prepare)
+
+    # -- the file ------------------------------------------------------------------------------
+
+    def _create_file(self) -> None:
+        if self.path.exists():
+            return
+        try:
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.close(os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600))
+        except OSError as exc:
+            raise StoreError(f"cannot create the task store {self.path}: {exc.strerror or exc}") from exc
+
+    def _prepare(self, db: sqlite3.Connection) -> None:
+        self._check_schema(db.execute("PRAGMA user_version").fetchone()[0])
+        if str(db.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+            db.execute("PRAGMA journal_mode=WAL")
+        with self._write(db):
+            found = db.execute("PRAGMA user_version").fetchone()[0]
+            self._check_schema(found)
+            if found == 0:
+                for statement in _TABLES.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+            db.execute(f"PRAGMA user_version={SCHEMA}")  # a write: fails now, not at the first task, when it cannot
+
+    def _check_schema(self, found: int) -> None:
+        if found > SCHEMA:
+            raise StoreError(
+                f"the task store {self.path} was made by a newer mcp_tasks (schema {found}; this one "
+                f"reads {SCHEMA}): upgrade mcp_tasks, or name another store"
+            )
+
+    @contextmanager
+    def _connect(self, deadline: float) -> Iterator[sqlite3.Connection]:
+        wait = max(deadline - time.monotonic(), 0.001)
+        db = sqlite3.connect(str(self.path), timeout=wait, isolation_level=None, check_same_thread=False)
+        try:
+            yield db
+        finally:
+            db.close()
+
+    def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """`work` in a connection of its own; a busy or locked database is retried until
+        `busy_timeout` has passed, or the caller's bound (`store_deadline`: a wait's deadline) if
+        that comes first; any other failure raised as a `StoreError` naming the file.
+        """
+        deadline = time.monotonic() + self.busy_timeout
+        bound = store_bound()
+        bounded = False
+        if bound is not None and bound < deadline:
+            deadline, bounded = bound, True
+        pause = 0.005
+        while True:
+            try:
+                with self._connect(deadline) as db:
+                    return work(db)
+            except StoreError:
+                raise
+            except sqlite3.Error as exc:
+                if _busy(exc) and time.monotonic() < deadline:
+                    time.sleep(min(pause * (1 + random.random()), max(deadline - time.monotonic(), 0)))
+                    pause = min(pause * 2, 0.2)
+                    continue
+                raise self._error(exc, bounded) from exc
+            except ValueError as exc:  # a record that does not decode (NewerRecord included)
+                raise StoreError(f"the task store {self.path} has a record it cannot read: {exc}") from exc
+
+    def _error(self, exc: sqlite3.Error, bounded: bool = False) -> StoreError:
+        text = str(exc)
+        if _busy(exc) and bounded:
+            why = f"it stayed busy (locked by another connection) until the caller's deadline ({text})"
+        elif _busy(exc):
+            why = f"it stayed busy for {self.busy_timeout:g} s ({text})"
+        elif "readonly" in text or "read-only" in text or "unable to open" in text:
+            why = f"it cannot be written ({text}): check its permissions and the disk"
+        elif isinstance(exc, sqlite3.DatabaseError) and ("not a database" in text or "malformed" in text):
+            why = f"it is not a task store or it is damaged ({text}); it was left as it is"
+        else:
+            why = text
+        return StoreError(f"cannot use the task store {self.path}: {why}")
+
+    @contextmanager
+    def _write(self, db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+
+    # -- tasks ---------------------------------------------------------------------------------
+
+    def record(self, ref: TaskRef) -> None:
+        """See `TaskStore.record`; now and then, finished tasks older than `keep_finished` go."""
+        if not isinstance(ref, TaskRef):
+            raise TypeError(f"expected a TaskRef, got {type(ref).__name__}")
+        with self._lock:
+            self._writes += 1
+            prune = self._writes % PRUNE_EVERY == 1
+
+        def work(db: sqlite3.Connection) -> None:
+            now = time.time()
+            with self._write(db):
+                db.execute(
+                    "INSERT OR REPLACE INTO tasks VALUES (?, ?, ?, ?, ?)",
+                    (ref.task_id, int(ref.finished), ref.created_at, now, ref.to_json()),
+                )
+                if prune:
+                    self._prune(db, now)
+
+        self._run(work)
+
+    def _prune(self, db: sqlite3.Connection, now: float) -> None:
+        old = [
+            row[0]
+            for row in db.execute(
+                "SELECT task_id FROM tasks WHERE finished = 1 AND updated_at < ?", (now - self.keep_finished,)
+            )
+        ]
+        for task_id in old:
+            self._drop(db, task_id)
+        if old:
+            log.debug("pruned %d finished task(s) from %s", len(old), self.path)
+
+    @staticmethod
+    def _drop(db: sqlite3.Connection, task_id: str) -> None:
+        for table in ("tasks", "answers", "leases"):
+            db.execute(f"DELETE FROM {table} WHERE task_id = ?", (task_id,))
+
+    def update(self, task_id: str, status: Status) -> None:
+        """See `TaskStore.update`."""
+        if not isinstance(status, Status):
+            raise TypeError(f"expected a Status, got {type(status).__name__}")
+
+        def work(db: sqlite3.Connection) -> None:
+            with self._write(db):
+                row = db.execute("SELECT ref FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
+                if row is None:
+                    return
+                ref = TaskRef.from_json(row[0]).with_status(status)
+                db.execute(
+                    "UPDATE tasks SET finished = ?, updated_at = ?, ref = ? WHERE task_id = ?",
+                    (int(ref.finished), time.time(), ref.to_json(), task_id),
+                )
+
+        self._run(work)
+
+    def get(self, task_id: str) -> TaskRef | None:
+        """See `TaskStore.get`."""
+
+        def work(db: sqlite3.Connection) -> TaskRef | None:
+            row = db.execute("SELECT ref FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
+            return TaskRef.from_json(row[0]) if row is not None else None
+
+        return self._run(work)
+
+    def unfinished(self) -> list[TaskRef]:
+        """See `TaskStore.unfinished`."""
+
+        def work(db: sqlite3.Connection) -> list[TaskRef]:
+            rows = db.execute("SELECT ref FROM tasks WHERE finished = 0 ORDER BY created_at, task_id").fetchall()
+            return [TaskRef.from_json(row[0]) for row in rows]
+
+        return self._run(work)
+
+    def forget(self, task_id: str) -> None:
+        """See `TaskStore.forget`."""
+
+        def work(db: sqlite3.Connection) -> None:
+            with self._write(db):
+                self._drop(db, task_id)
+
+        self._run(work)
+
+    # -- the ledger ----------------------------------------------------------------------------
+
+    def write_answers(self, task_id: str, answers: Mapping[str, Any]) -> None:
+        """See `TaskStore.write_answers` (committed, with the file synced, before it returns)."""
+        rows = [(task_id, str(key), json.dumps(value), time.time()) for key, value in answers.items()]
+
+        def work(db: sqlite3.Connection) -> None:
+            with self._write(db):
+                db.executemany("INSERT OR REPLACE INTO answers VALUES (?, ?, ?, 0, ?)", rows)
+
+        self._run(work)
+
+    def acknowledge(self, task_id: str, keys: Iterable[str]) -> None:
+        """See `TaskStore.acknowledge`."""
+        rows = [(task_id, str(key)) for key in keys]
+
+        def work(db: sqlite3.Connection) -> None:
+            with self._write(db):
+                db.executemany("UPDATE answers SET acknowledged = 1 WHERE task_id = ? AND key = ?", rows)
+
+        self._run(work)
+
+    def unacknowledged(self, task_id: str) -> dict[str, Any]:
+        """See `TaskStore.unacknowledged`."""
+
+        def work(db: sqlite3.Connection) -> dict[str, Any]:
+            rows = db.execute(
+                "SELECT key, response FROM answers WHERE task_id = ? AND acknowledged = 0 ORDER BY key", (task_id,)
+            ).fetchall()
+            return {key: json.loads(response) for key, response in rows}
+
+        return self._run(work)
+
+    # -- leases --------------------------------------------------------------------------------
+
+    def acquire(self, task_id: str, holder: str, ttl: float) -> bool:
+        """See `TaskStore.acquire`."""
+
+        def work(db: sqlite3.Connection) -> bool:
+            now = time.time()
+            with self._write(db):
+                row = db.execute("SELECT holder, expires FROM leases WHERE task_id = ?", (task_id,)).fetchone()
+                if row is not None and row[0] != holder and row[1] > now and not holder_gone(row[0]):
+                    return False
+                db.execute("INSERT OR REPLACE INTO leases VALUES (?, ?, ?)", (task_id, holder, now + ttl))
+                if row is not None and row[0] != holder:
+                    log.debug("task %s: lease taken over from a holder gone or expired", short_id(task_id))
+                return True
+
+        return self._run(work)
+
+    def renew(self, task_id: str, holder: str, ttl: float) -> bool:
+        """See `TaskStore.renew`."""
+
+        def work(db: sqlite3.Connection) -> bool:
+            with self._write(db):
+                done = db.execute(
+                    "UPDATE leases SET expires = ? WHERE task_id = ? AND holder = ?",
+                    (time.time() + ttl, task_id, holder),
+                )
+                return done.rowcount == 1
+
+        return self._run(work)
+
+    def release(self, task_id: str, holder: str) -> None:
+        """See `TaskStore.release`."""
+
+        def work(db: sqlite3.Connection) -> None:
+            with self._write(db):
+                db.execute("DELETE FROM leases WHERE task_id = ? AND holder = ?", (task_id, holder))
+
+        self._run(work)
+
+    def __repr__(self) -> str:
+        return f"<SqliteTaskStore {self.path}>"

@@ -1,0 +1,199 @@
+"""What the tasks code tells a task store: each task created and each status read, the answers a
+wait sends (written before they go, acknowledged after: a write-ahead ledger), and the lease of a
+wait that answers input. Without a store every call here does nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+
+from mcp_tasks._clock import Deadline
+from mcp_tasks._errors import McpError, TransportError
+from mcp_tasks._options import UNSET
+from mcp_tasks._redact import short_id
+from mcp_tasks._status import Status
+from mcp_tasks._store import LEASE_TTL, Lease, StoreError, TaskRef, TaskStore, hold, let_go, new_holder, store_deadline
+
+if TYPE_CHECKING:
+    from mcp_tasks._channel import Channel
+    from mcp_tasks._client import Client
+
+__all__ = ["Recorder", "endpoint_of", "record_created", "record_status", "store_of"]
+
+log = logging.getLogger("mcp_tasks")
+
+
+def store_of(client: Client, given: object = UNSET) -> TaskStore | None:
+    """The store a call records into: `given` (a wait's ``store`` option) or the client's."""
+    if given is not UNSET:
+        return given  # type: ignore[return-value]
+    store: TaskStore | None = client.channel.settings.store
+    return store
+
+
+def endpoint_of(channel: Channel) -> str:
+    """Where the channel's tasks run: the URL (HTTP), the command line (stdio), or
+    ``direct:<server name>`` (a server in this process).
+    """
+    transport = channel.transport
+    url = getattr(transport, "url", None)
+    if isinstance(url, str) and url:
+        return url
+    argv = getattr(transport, "argv", None)
+    if isinstance(argv, tuple) and argv:
+        return shlex.join(argv)
+    agreed = channel.agreed
+    name = agreed.server_info.get("name") if agreed is not None else None
+    return f"direct:{name if isinstance(name, str) and name else 'server'}"
+
+
+def _kept(what: str, task_id: str, work: Callable[[], object]) -> None:
+    try:
+        work()
+    except StoreError as exc:  # the task itself is fine: say so, and go on without the record
+        log.warning("task %s: could not record %s: %s", short_id(task_id), what, exc)
+
+
+def record_created(
+    client: Client, status: Status, tool: str, store: TaskStore | None, deadline: Deadline | None = None
+) -> None:
+    """Keep a task the client just created (a busy store is retried until the call's `deadline`)."""
+    if store is not None:
+        ref = TaskRef(endpoint_of(client.channel), status.task_id, status.era, tool, time.time(), status)
+        with store_deadline(deadline.at if deadline is not None else None):
+            _kept("its creation", status.task_id, lambda: store.record(ref))
+
+
+def record_status(status: Status, store: TaskStore | None, deadline: Deadline | None = None) -> None:
+    """Make `status` its task's last status in the store (until the call's `deadline`, if busy)."""
+    if store is not None:
+        with store_deadline(deadline.at if deadline is not None else None):
+            _kept("its status", status.task_id, lambda: store.update(status.task_id, status))
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _within_deadline(method: Callable[Concatenate[Recorder, P], R]) -> Callable[Concatenate[Recorder, P], R]:
+    """The store calls `method` makes give up on a busy store when the wait's deadline passes."""
+
+    def bounded(recorder: Recorder, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with store_deadline(recorder.deadline.at):
+            return method(recorder, *args, **kwargs)
+
+    bounded.__doc__ = method.__doc__
+    return bounded
+
+
+class Recorder:
+    """One wait's dealings with the store: statuses, the ledger, the lease (see the module). Its
+    store calls end with the wait's `deadline`: a store kept busy by others does not outlast it.
+    """
+
+    def __init__(self, store: TaskStore | None, task_id: str, deadline: Deadline | None = None) -> None:
+        self.store = store
+        self.task_id = task_id
+        self.deadline = deadline or Deadline.never()
+        self.holder = new_holder()
+        self.lease: Lease | None = None
+
+    @_within_deadline
+    def read(self, status: Status) -> None:
+        """A status the wait saw change. A finished task needs no answer any more: what the
+        ledger holds for it is acknowledged.
+        """
+        record_status(status, self.store)
+        if self.store is not None and status.terminal:
+            _kept("its answers", self.task_id, self._settle)
+
+    def _settle(self) -> None:
+        assert self.store is not None
+        left = self.store.unacknowledged(self.task_id)
+        if left:
+            self.store.acknowledge(self.task_id, list(left))
+
+    @property
+    def holding(self) -> bool:
+        """Whether this wait holds its task's lease (as far as the last renewal knows)."""
+        return self.lease is not None and not self.lease.lost
+
+    @_within_deadline
+    def may_answer(self) -> bool:
+        """Whether this wait may answer input: it held the task's lease before the status it
+        answers was read (renewed in the background while it waits). A lease just taken says no
+        once: a wait that held it may have answered meanwhile, so read again first. Without a
+        store there is no one to share the task with.
+        """
+        if self.store is None:
+            return True
+        if self.holding:
+            return True
+        self._drop()
+        if self.store.acquire(self.task_id, self.holder, LEASE_TTL):
+            self.lease = hold(self.store, self.task_id, self.holder, LEASE_TTL)  # answer what is read next
+        else:
+            log.debug("task %s is leased by another wait: reading only", short_id(self.task_id))
+        return False
+
+    def _drop(self) -> None:
+        """Stop renewing a lease this wait no longer has (or is about to free)."""
+        if self.lease is not None:
+            let_go(self.lease)
+            self.lease = None
+
+    @_within_deadline
+    def replay(self, pending: Mapping[str, Any]) -> dict[str, Any]:
+        """The answers an earlier wait wrote for `pending` requests and never saw acknowledged:
+        to be sent again verbatim. Answers to requests no longer pending are acknowledged.
+        """
+        if self.store is None:
+            return {}
+        written = self.store.unacknowledged(self.task_id)
+        stale = [key for key in written if key not in pending]
+        if stale:
+            self.store.acknowledge(self.task_id, stale)
+        again = {key: value for key, value in written.items() if key in pending}
+        if again:
+            log.info("task %s: sending again %d answer(s) never acknowledged", short_id(self.task_id), len(again))
+        return again
+
+    @_within_deadline
+    def send(self, responses: Mapping[str, Any], update: Callable[[], object]) -> bool:
+        """Send `responses` with `update`, written to the ledger first and acknowledged after.
+        False (nothing sent) when the lease lapsed meanwhile (a person took long to answer) and
+        another wait took it over: that wait answers now.
+        """
+        if self.store is None:
+            update()
+            return True
+        kept = self.holding and self.store.renew(self.task_id, self.holder, LEASE_TTL)
+        if not kept:  # it lapsed (a machine asleep, a store unreachable for its ttl)
+            self._drop()
+            if not self.store.acquire(self.task_id, self.holder, LEASE_TTL):
+                return False  # and another wait took it: that one answers now
+            self.lease = hold(self.store, self.task_id, self.holder, LEASE_TTL)
+        self.store.write_answers(self.task_id, responses)
+        try:
+            update()
+        except TransportError:
+            raise  # may not have arrived: a later wait sends it again
+        except McpError:
+            self.store.acknowledge(self.task_id, list(responses))  # the server read it, and said no
+            raise
+        self.store.acknowledge(self.task_id, list(responses))
+        return True
+
+    @_within_deadline
+    def close(self) -> None:
+        """The wait is over: free its lease (one try once its deadline has passed: a lease left
+        behind frees itself when this process ends or its ttl passes).
+        """
+        if self.store is not None and self.lease is not None:
+            self._drop()
+            store = self.store
+            _kept("the end of its lease", self.task_id, lambda: store.release(self.task_id, self.holder))

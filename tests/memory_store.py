@@ -1,0 +1,87 @@
+"""A task store in memory, written from the README's contract alone: the second implementation
+the contract tests run against (tests/test_store.py), and the shape a team's own store takes.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import mcp_tasks as mt
+from mcp_tasks._store import holder_gone
+
+
+class MemoryTaskStore:
+    """Every method under one lock; nothing survives the process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._refs: dict[str, mt.TaskRef] = {}
+        self._answers: dict[str, dict[str, tuple[Any, bool]]] = {}
+        self._leases: dict[str, tuple[str, float]] = {}
+
+    def record(self, ref: mt.TaskRef) -> None:
+        with self._lock:
+            self._refs[ref.task_id] = ref
+
+    def update(self, task_id: str, status: mt.Status) -> None:
+        with self._lock:
+            if task_id in self._refs:
+                self._refs[task_id] = self._refs[task_id].with_status(status)
+
+    def get(self, task_id: str) -> mt.TaskRef | None:
+        with self._lock:
+            return self._refs.get(task_id)
+
+    def unfinished(self) -> list[mt.TaskRef]:
+        with self._lock:
+            refs = [ref for ref in self._refs.values() if not ref.finished]
+        return sorted(refs, key=lambda ref: (ref.created_at, ref.task_id))
+
+    def forget(self, task_id: str) -> None:
+        with self._lock:
+            self._refs.pop(task_id, None)
+            self._answers.pop(task_id, None)
+            self._leases.pop(task_id, None)
+
+    def write_answers(self, task_id: str, answers: Mapping[str, Any]) -> None:
+        with self._lock:
+            kept = self._answers.setdefault(task_id, {})
+            kept.update({key: (value, False) for key, value in answers.items()})
+
+    def acknowledge(self, task_id: str, keys: Iterable[str]) -> None:
+        with self._lock:
+            kept = self._answers.get(task_id, {})
+            for key in keys:
+                if key in kept:
+                    kept[key] = (kept[key][0], True)
+
+    def unacknowledged(self, task_id: str) -> dict[str, Any]:
+        with self._lock:
+            kept = self._answers.get(task_id, {})
+            return {key: value for key, (value, acked) in sorted(kept.items()) if not acked}
+
+    def acquire(self, task_id: str, holder: str, ttl: float) -> bool:
+        with self._lock:
+            now = time.time()
+            current = self._leases.get(task_id)
+            if current is not None and current[0] != holder and current[1] > now and not holder_gone(current[0]):
+                return False
+            self._leases[task_id] = (holder, now + ttl)
+            return True
+
+    def renew(self, task_id: str, holder: str, ttl: float) -> bool:
+        with self._lock:
+            current = self._leases.get(task_id)
+            if current is None or current[0] != holder:
+                return False
+            self._leases[task_id] = (holder, time.time() + ttl)
+            return True
+
+    def release(self, task_id: str, holder: str) -> None:
+        with self._lock:
+            current = self._leases.get(task_id)
+            if current is not None and current[0] == holder:
+                del self._leases[task_id]

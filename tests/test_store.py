@@ -1,0 +1,433 @@
+"""The task store contract, run against SQLite and against an in-memory store written from the
+README alone (tests/memory_store.py): a third implementation passes these to plug in. Then what
+only the SQLite store promises: one file for many processes, and clear errors for bad files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import mcp_tasks as mt
+from mcp_tasks._store import NewerRecord, hold, holder_gone, let_go, new_holder
+from tests.conftest import ROOT
+from tests.memory_store import MemoryTaskStore
+
+TASK = "task-0123456789abcdef"
+
+
+def working(task_id: str = TASK, state: mt.TaskState = mt.TaskState.WORKING) -> mt.Status:
+    task: dict[str, object] = {"taskId": task_id, "status": state.value, "createdAt": "2026-12-01T10:00:00Z"}
+    if state is mt.TaskState.COMPLETED:
+        task["result"] = {"content": [{"type": "text", "text": "done"}]}
+    if state is mt.TaskState.INPUT_REQUIRED:
+        task["inputRequests"] = {"name": {"method": "elicitation/create", "params": {"message": "Name?"}}}
+    return mt.Status.from_map(task)
+
+
+def ref(task_id: str = TASK, created_at: float = 1000.0) -> mt.TaskRef:
+    return mt.TaskRef("http://127.0.0.1:9/mcp", task_id, tool="export", created_at=created_at)
+
+
+@pytest.fixture(params=["sqlite", "memory"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[mt.TaskStore]:
+    if request.param == "sqlite":
+        yield mt.SqliteTaskStore(tmp_path / "tasks.sqlite3")
+    else:
+        yield MemoryTaskStore()
+
+
+# -- TaskRef ---------------------------------------------------------------------------------------
+
+
+def test_a_ref_goes_to_json_and_back_with_its_status() -> None:
+    task = {"taskId": TASK, "status": "input_required", "statusMessage": "Which one?", "ttl": 60000}
+    status = mt.Status.from_map(task, era="legacy", session_id="sess-1")
+    saved = ref().with_status(status)
+    again = mt.TaskRef.from_json(saved.to_json())
+    assert again == saved
+    assert again.last_status is not None and again.last_status.era == "legacy"
+    assert again.session_id == "sess-1" and not again.finished
+
+
+def test_a_ref_shows_a_short_id_only() -> None:
+    shown = repr(ref())
+    assert TASK not in shown and "task…cdef" in shown and "export" in shown
+
+
+def test_a_ref_from_a_newer_version_is_a_clear_error() -> None:
+    saved = json.loads(ref().to_json())
+    saved["format"] = 99
+    with pytest.raises(NewerRecord, match="newer mcp_tasks"):
+        mt.TaskRef.from_json(json.dumps(saved))
+    for bad in ("[]", "{}", "not json", json.dumps({**saved, "format": 1, "taskId": ""})):
+        with pytest.raises(ValueError):
+            mt.TaskRef.from_json(bad)
+
+
+def test_a_ref_is_a_task_store_protocol_citizen() -> None:
+    assert isinstance(mt.SqliteTaskStore.__new__(mt.SqliteTaskStore), mt.TaskStore)
+    assert isinstance(MemoryTaskStore(), mt.TaskStore)
+    assert not isinstance(object(), mt.TaskStore)
+
+
+# -- the contract ----------------------------------------------------------------------------------
+
+
+def test_record_get_update_and_forget(store: mt.TaskStore) -> None:
+    assert store.get(TASK) is None
+    store.record(ref())
+    assert store.get(TASK) == ref()
+    store.update(TASK, working())
+    kept = store.get(TASK)
+    assert kept is not None and kept.last_status == working()
+    store.update("not-kept", working("not-kept"))  # left alone
+    assert store.get("not-kept") is None
+    store.forget(TASK)
+    assert store.get(TASK) is None and store.unfinished() == []
+
+
+def test_unfinished_lists_the_running_oldest_first(store: mt.TaskStore) -> None:
+    for n, created in enumerate((30.0, 10.0, 20.0)):
+        store.record(ref(f"task-{n}", created))
+    store.update("task-2", working("task-2", mt.TaskState.COMPLETED))
+    store.update("task-0", working("task-0", mt.TaskState.INPUT_REQUIRED))
+    assert [r.task_id for r in store.unfinished()] == ["task-1", "task-0"]
+
+
+def test_the_ledger_keeps_answers_until_acknowledged(store: mt.TaskStore) -> None:
+    assert store.unacknowledged(TASK) == {}
+    answer = {"action": "accept", "content": {"name": "Ada", "n": [1, 2.5, None, True]}}
+    store.write_answers(TASK, {"b": answer, "a": {"action": "decline"}})
+    assert store.unacknowledged(TASK) == {"a": {"action": "decline"}, "b": answer}
+    store.acknowledge(TASK, ["a"])
+    assert store.unacknowledged(TASK) == {"b": answer}
+    store.acknowledge(TASK, ["b", "unknown"])
+    assert store.unacknowledged(TASK) == {}
+    store.write_answers(TASK, {"c": {"action": "cancel"}})
+    store.forget(TASK)
+    assert store.unacknowledged(TASK) == {}
+
+
+def test_a_lease_has_one_holder_until_released_or_expired(store: mt.TaskStore) -> None:
+    one, two = new_holder(), new_holder()
+    assert store.acquire(TASK, one, 15)
+    assert store.acquire(TASK, one, 15)  # already its own
+    assert not store.acquire(TASK, two, 15)
+    assert store.renew(TASK, one, 15) and not store.renew(TASK, two, 15)
+    store.release(TASK, two)  # not its lease: nothing changes
+    assert not store.acquire(TASK, two, 15)
+    store.release(TASK, one)
+    assert store.acquire(TASK, two, 15)
+    assert not store.renew(TASK, one, 15)
+    assert store.acquire("other", one, -1)  # expired at once
+    assert store.acquire("other", two, 15)
+
+
+def test_a_lease_of_a_process_that_is_gone_is_free_at_once(store: mt.TaskStore) -> None:
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = new_holder().split("/")
+    dead[1] = done.stdout.strip()
+    gone = "/".join(dead)
+    assert holder_gone(gone) and not holder_gone(new_holder())
+    assert not holder_gone("another-machine/1/abc")
+    assert store.acquire(TASK, gone, 15)
+    assert store.acquire(TASK, new_holder(), 15)
+
+
+def test_many_threads_share_a_store(store: mt.TaskStore) -> None:
+    def work(n: int) -> None:
+        for i in range(20):
+            task_id = f"t{n}-{i}"
+            store.record(ref(task_id))
+            store.update(task_id, working(task_id))
+
+    threads = [threading.Thread(target=work, args=(n,), name=f"mcp_tasks-test-{n}") for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(store.unfinished()) == 80
+
+
+# -- SQLite only -----------------------------------------------------------------------------------
+
+
+def test_the_default_file_is_owner_only_in_the_data_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("MCP_TASKS_STORE", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setattr(sys, "platform", "linux")
+    if os.name == "nt":
+        pytest.skip("POSIX modes")
+    store = mt.SqliteTaskStore()
+    assert store.path == tmp_path / "data" / "mcp_tasks" / "tasks.sqlite3"
+    assert store.path.stat().st_mode & 0o777 == 0o600
+    assert store.path.parent.stat().st_mode & 0o777 == 0o700
+    monkeypatch.setenv("MCP_TASKS_STORE", str(tmp_path / "named.db"))
+    assert mt.SqliteTaskStore().path == tmp_path / "named.db"
+
+
+def test_a_file_that_is_no_store_is_named_and_left_alone(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    content = b"these are my notes, not a database\n" * 200
+    path.write_bytes(content)
+    with pytest.raises(mt.StoreError, match=r"notes\.txt.*not a task store"):
+        mt.SqliteTaskStore(path)
+    assert path.read_bytes() == content
+
+
+def test_a_store_made_by_a_newer_version_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.sqlite3"
+    mt.SqliteTaskStore(path).record(ref())
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA user_version=7")
+    with pytest.raises(mt.StoreError, match=r"tasks.sqlite3 was made by a newer mcp_tasks \(schema 7"):
+        mt.SqliteTaskStore(path)
+
+
+def test_a_record_from_a_newer_version_is_named_and_kept(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.sqlite3"
+    store = mt.SqliteTaskStore(path)
+    store.record(ref())
+    newer = json.dumps({**json.loads(ref().to_json()), "format": 2})
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE tasks SET ref = ?", (newer,))
+    with pytest.raises(mt.StoreError, match=r"tasks.sqlite3 has a record it cannot read.*newer mcp_tasks"):
+        store.unfinished()
+    with pytest.raises(mt.StoreError):
+        store.update(TASK, working())
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT ref FROM tasks").fetchone()[0] == newer  # not lost
+
+
+def test_a_store_that_cannot_be_written_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.sqlite3"
+    mt.SqliteTaskStore(path).record(ref())
+    os.chmod(path, 0o400)
+    os.chmod(tmp_path, 0o500)
+    try:
+        if os.access(path, os.W_OK):
+            pytest.skip("this user writes read-only files (root)")
+        with pytest.raises(mt.StoreError, match=r"tasks\.sqlite3.*cannot be written"):
+            mt.SqliteTaskStore(path)
+    finally:
+        os.chmod(tmp_path, 0o700)
+        os.chmod(path, 0o600)
+    assert mt.SqliteTaskStore(path).get(TASK) == ref()
+
+
+def test_a_store_on_a_read_only_disk_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "tasks.sqlite3"
+    mt.SqliteTaskStore(path).record(ref())
+    connect = sqlite3.connect
+
+    def read_only(database: str, **options: Any) -> sqlite3.Connection:  # as a read-only mount opens it
+        opened: sqlite3.Connection = connect(f"file:{database}?mode=ro", uri=True, **options)
+        return opened
+
+    monkeypatch.setattr(sqlite3, "connect", read_only)
+    with pytest.raises(mt.StoreError, match=r"tasks\.sqlite3.*cannot be written"):
+        mt.SqliteTaskStore(path)
+    monkeypatch.undo()
+    assert mt.SqliteTaskStore(path).get(TASK) == ref()  # nothing lost
+
+
+def test_a_folder_that_cannot_be_made_is_named(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(mt.StoreError, match="cannot create the task store"):
+        mt.SqliteTaskStore(tmp_path / "file" / "tasks.sqlite3")
+
+
+def test_old_finished_tasks_are_pruned(tmp_path: Path) -> None:
+    store = mt.SqliteTaskStore(tmp_path / "tasks.sqlite3", keep_finished=1e-6)
+    store.record(ref("done"))
+    store.update("done", working("done", mt.TaskState.COMPLETED))
+    store.write_answers("done", {"a": {"x": 1}})
+    store.record(ref("running"))
+    for n in range(64):  # pruning runs now and then, not on every write
+        store.record(ref(f"more-{n}"))
+    assert store.get("done") is None and store.unacknowledged("done") == {}
+    assert store.get("running") is not None
+
+
+WORKER = """
+import sys
+import mcp_tasks as mt
+store = mt.SqliteTaskStore(sys.argv[1], busy_timeout=120)
+n = sys.argv[2]
+for i in range(50):
+    task_id = f"p{n}-{i}"
+    store.record(mt.TaskRef("http://127.0.0.1:9/mcp", task_id, tool="t"))
+    store.update(task_id, mt.Status(task_id=task_id, status=mt.TaskState.WORKING))
+    store.write_answers(task_id, {"k": {"n": i}})
+    store.acknowledge(task_id, ["k"])
+"""
+
+
+def test_eight_processes_share_one_file(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.sqlite3"
+    mt.SqliteTaskStore(path)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    workers = [
+        subprocess.Popen([sys.executable, "-c", WORKER, str(path), str(n)], env=env, stderr=subprocess.PIPE, text=True)
+        for n in range(8)
+    ]
+    errors = [worker.communicate()[1] for worker in workers]
+    assert [w.returncode for w in workers] == [0] * 8, errors
+    assert not any("locked" in e for e in errors)
+    refs = mt.SqliteTaskStore(path).unfinished()
+    assert sorted(r.task_id for r in refs) == sorted(f"p{n}-{i}" for n in range(8) for i in range(50))
+    assert all(r.last_status is not None for r in refs)
+
+
+def contract_tests() -> list[Callable[[mt.TaskStore], None]]:
+    """The contract tests, for a third store: call each with a fresh store."""
+    return [
+        test_record_get_update_and_forget,
+        test_unfinished_lists_the_running_oldest_first,
+        test_the_ledger_keeps_answers_until_acknowledged,
+        test_a_lease_has_one_holder_until_released_or_expired,
+        test_a_lease_of_a_process_that_is_gone_is_free_at_once,
+        test_many_threads_share_a_store,
+    ]
+
+
+# -- the lease renewer -----------------------------------------------------------------------------
+
+
+def renewers() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "mcp_tasks-lease-renewer"]
+
+
+class Renewals(MemoryTaskStore):
+    """A memory store that signals each renewal."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.renewed = threading.Semaphore(0)
+
+    def renew(self, task_id: str, holder: str, ttl: float) -> bool:
+        kept = super().renew(task_id, holder, ttl)
+        self.renewed.release()
+        return kept
+
+
+def test_one_renewer_per_store_keeps_leases_until_the_last_is_let_go() -> None:
+    store = Renewals()
+    holders = [new_holder(), new_holder()]
+    leases = []
+    for n, holder in enumerate(holders):
+        assert store.acquire(f"t-{n}", holder, 1.0)
+        leases.append(hold(store, f"t-{n}", holder, 1.0))
+    assert len(renewers()) == 1  # one thread for the store, not one per lease
+    for _ in range(6):  # about three rounds of both, a third of the ttl apart: a whole ttl
+        assert store.renewed.acquire(timeout=30)
+    assert not store.acquire("t-0", new_holder(), 1.0) and not store.acquire("t-1", new_holder(), 1.0)
+    let_go(leases[0])
+    assert len(renewers()) == 1 and not leases[1].lost
+    let_go(leases[1])
+    assert renewers() == []  # joined with the last lease
+
+
+def test_a_lease_another_holder_took_is_marked_lost() -> None:
+    store = Renewals()
+    holder, other = new_holder(), new_holder()
+    assert store.acquire(TASK, holder, 1.0)
+    lease = hold(store, TASK, holder, 1.0)
+    try:
+        store.release(TASK, holder)  # as if it lapsed while the machine slept
+        assert store.acquire(TASK, other, 600)
+        while not lease.lost:
+            assert store.renewed.acquire(timeout=30)
+    finally:
+        let_go(lease)
+    assert renewers() == []
+
+
+# -- whether a holder's process is gone, on Windows ------------------------------------------------
+
+
+class FakeKernel32:
+    """Windows' OpenProcess, GetExitCodeProcess and CloseHandle for one process state."""
+
+    def __init__(self, *, error: int = 0, exit_code: int | None = None) -> None:
+        self.error = error  # OpenProcess fails with it when there is no exit code
+        self.exit_code = exit_code
+        self.closed: list[int] = []
+
+    def OpenProcess(self, access: int, inherit: bool, pid: int) -> int:
+        assert access == 0x1000 and not inherit
+        return 0 if self.exit_code is None else 42
+
+    def GetExitCodeProcess(self, handle: int, code: Any) -> int:
+        code._obj.value = self.exit_code
+        return 1
+
+    def CloseHandle(self, handle: int) -> int:
+        self.closed.append(handle)
+        return 1
+
+
+@pytest.mark.parametrize(
+    ("kernel32", "gone"),
+    [
+        (FakeKernel32(error=87), True),  # no process has the pid
+        (FakeKernel32(error=5), False),  # access denied: it exists, another user's
+        (FakeKernel32(exit_code=0), True),  # exited; a handle someone holds keeps it known
+        (FakeKernel32(exit_code=259), False),  # STILL_ACTIVE
+    ],
+)
+def test_on_windows_a_holder_process_is_asked_of_windows(
+    monkeypatch: pytest.MonkeyPatch, kernel32: FakeKernel32, gone: bool
+) -> None:
+    import mcp_tasks._store._holder as holder_module
+
+    monkeypatch.setattr(sys, "platform", "win32")
+    monkeypatch.setattr(holder_module, "_kernel32", lambda: (kernel32, lambda: kernel32.error))
+    living = f"{holder_module.machine_id()}/{os.getppid()}/abc"  # a process POSIX knows alive
+    assert holder_gone(living) is gone
+    assert kernel32.closed == ([] if kernel32.exit_code is None else [42])
+
+
+FORKED = """
+import os, sys, time
+import mcp_tasks as mt
+from mcp_tasks._store import hold, let_go, new_holder
+
+store = mt.SqliteTaskStore(sys.argv[1])
+holder = new_holder()
+store.acquire("parent", holder, 60)
+lease = hold(store, "parent", holder, 60)  # a renewer thread in the parent
+pid = os.fork()
+if pid == 0:  # the child holds a lease of its own: a thread of the child's must renew it
+    child = new_holder()
+    store.acquire("child", child, 0.6)
+    mine = hold(store, "child", child, 0.6)
+    first, give_up = mine.renewed, time.monotonic() + 30
+    while mine.renewed == first and time.monotonic() < give_up:
+        time.sleep(0.01)  # polling for the renewal
+    renewed = mine.renewed != first
+    let_go(mine)
+    os._exit(0 if renewed else 3)
+_, status = os.waitpid(pid, 0)
+let_go(lease)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX fork")
+def test_a_forked_child_renews_its_leases_with_a_thread_of_its_own(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", FORKED, str(tmp_path / "tasks.sqlite3")], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, (done.returncode, done.stderr)
