@@ -330,10 +330,22 @@ class Channel:
         return found
 
     def close(self, *, end_session: bool = True) -> None:
-        """Close the transport (`end_session` False: leave a 2025-era session open)."""
-        if not end_session:
-            self.transport.keep_session()
-        self.transport.close()
+        """Close the transport (`end_session` False: leave a 2025-era session open). Attachments
+        with a ``close()`` are closed first (their streams), those with a ``join()`` joined after
+        (their threads, which the transport's end unblocks).
+        """
+        attached = list(self._attachments.values())
+        for close in [getattr(a, "close", None) for a in attached]:
+            if callable(close):
+                close()
+        try:
+            if not end_session:
+                self.transport.keep_session()
+            self.transport.close()
+        finally:
+            for join in [getattr(a, "join", None) for a in attached]:
+                if callable(join):
+                    join()
 
     # -- one exchange ---------------------------------------------------------------------------
 

@@ -288,10 +288,18 @@ class TaskTimeout(McpError, TimeoutError):
 
     `data` holds ``taskId`` and ``timeoutMs`` (the configured timeout); `.status` is the last status
     the wait read, or None when it read none; `.cancelled` is True when the wait cancelled the task
-    (``cancel_on_timeout=True``).
+    (``cancel_on_timeout=True``); `.pending` lists the last Status of each unfinished task.
     """
 
-    def __init__(self, task_id: str, timeout: float, status: Status | None, *, cancelled: bool = False) -> None:
+    def __init__(
+        self,
+        task_id: str,
+        timeout: float,
+        status: Status | None,
+        *,
+        cancelled: bool = False,
+        pending: list[Status] | None = None,
+    ) -> None:
         last = f" (last seen {redact_ids(status.wire_status, task_id, status.task_id)})" if status is not None else ""
         then = (
             "it was cancelled (cancel_on_timeout)"
@@ -299,15 +307,25 @@ class TaskTimeout(McpError, TimeoutError):
             else "it is still running on the server: wait for it again by its id "
             "(timeout=None waits as long as it takes), or cancel it"
         )
+        what = f"Task {short_id(task_id)}"
+        if pending is not None and len(pending) > 1:  # a wait on many tasks (wait_all, ...)
+            what, last = f"{len(pending)} tasks (the first {short_id(task_id)})", ""
+            then = (
+                "they were cancelled (cancel_on_timeout)"
+                if cancelled
+                else "they are still running on the server: wait for them again, or cancel them"
+            )
         super().__init__(
             REQUEST_TIMEOUT,
-            f"Task {short_id(task_id)} did not finish within {seconds(timeout)}{last}; {then}",
+            f"{what} did not finish within {seconds(timeout)}{last}; {then}",
             {"taskId": task_id, "timeoutMs": _millis(timeout)},
             "extension",
             ("timeout", status),
         )
         self.status = status
         self.cancelled = cancelled
+        # The last Status of each unfinished task (a wait on many tasks lists them all).
+        self.pending: list[Status] = list(pending) if pending is not None else [status] if status is not None else []
 
 
 class TaskCancelled(_Displayed, Exception):

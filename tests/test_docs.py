@@ -26,6 +26,8 @@ PRINTS = {
     "## Calling a tool": [],
     "## Outcomes": ["200 working", "cancelled"],
     "## Waiting": ["['working', 'completed']"],
+    "## Many tasks from a web app": ["40 {'hello': 'user7'}"],
+    "## Many tasks": ["20 exported", "6/6 done", "[0, 1, 2]"],
     "## Input the server asks for": ["Delete /tmp/x?"],
     "## Asking a person": ["{'hello': 'Ada'}"],
     "## Transports": ["{'report': 'stdio', 'exported': 2}", "{'report': 'http'}"],

@@ -208,20 +208,21 @@ def test_cancel_is_acknowledged_even_when_the_task_is_done(harness: Harness) -> 
     assert raw(client, "tasks/get", {"taskId": task_id})["status"] == "completed"
 
 
-def test_capacity_max_jobs(harness: Harness) -> None:
-    """Scenario 70: the exact, retryable capacity error; it clears once a job finishes."""
+def test_tasks_beyond_max_jobs_queue_as_working(harness: Harness) -> None:
+    """Scenario 70, since issue 17: a task beyond max_jobs is not refused: it waits, working, until
+    a worker is free; one cancelled in the queue never runs."""
     client = harness.client(server={"max_jobs": 1})
-    first = create(client, block=True)["taskId"]
-    refused = error_of(lambda: create(client, block=True))
-    assert refused == {
-        "code": -32603,
-        "message": "Task capacity exhausted: 1 tasks are running (the server's max_jobs); try again later, "
-        "or raise it with Server(max_jobs=...)",
-        "data": {"retryable": True, "limit": "max_jobs", "max": 1},
-    }
+    first = create(client, block=True, label="first")["taskId"]
+    queued = create(client, label="queued")["taskId"]
+    dropped = create(client, label="dropped")["taskId"]
+    assert raw(client, "tasks/cancel", {"taskId": dropped}) == {"resultType": "complete"}
+    assert raw(client, "tasks/get", {"taskId": queued})["status"] == "working"
+    assert client.call_tool("waiting")["structuredContent"] == {"waiting": 1}
     release(client)
-    eventually(lambda: raw(client, "tasks/get", {"taskId": first})["status"] == "completed")
-    eventually(lambda: creates(client), message="capacity freed")
+    eventually(lambda: raw(client, "tasks/get", {"taskId": queued})["status"] == "completed", message="ran")
+    assert raw(client, "tasks/get", {"taskId": first})["status"] == "completed"
+    assert raw(client, "tasks/get", {"taskId": queued})["result"]["structuredContent"]["label"] == "queued"
+    assert raw(client, "tasks/get", {"taskId": dropped})["status"] == "cancelled"
 
 
 def test_capacity_max_tasks_until_reaped(harness: Harness) -> None:

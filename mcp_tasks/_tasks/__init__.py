@@ -2,6 +2,7 @@
 keeps per connection (registered on the client's channel; the core knows nothing of tasks).
 """
 
+from mcp_tasks._tasks._future import SubmitOptions, TaskFuture, submit
 from mcp_tasks._tasks._helpers import (
     call_tool,
     cancel_task,
@@ -13,6 +14,7 @@ from mcp_tasks._tasks._helpers import (
     task_id_of,
     update_task,
 )
+from mcp_tasks._tasks._many import ManyOptions, as_completed, wait_all, wait_any
 from mcp_tasks._tasks._options import CANCEL_BUDGET, DEFAULT_POLL_INTERVAL, WaitOptions
 from mcp_tasks._tasks._protocol import capabilities, invalid_task
 from mcp_tasks._tasks._resume import resume
@@ -22,7 +24,11 @@ __all__ = [
     "CANCEL_BUDGET",
     "DEFAULT_POLL_INTERVAL",
     "CallOptions",
+    "ManyOptions",
+    "SubmitOptions",
+    "TaskFuture",
     "WaitOptions",
+    "as_completed",
     "await_task",
     "call_and_await",
     "call_tool",
@@ -35,7 +41,10 @@ __all__ = [
     "outcome",
     "resume",
     "server_supports",
+    "submit",
     "task_id_of",
     "update_task",
+    "wait_all",
+    "wait_any",
     "wait_task",
 ]

@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -64,6 +64,7 @@ class TaskSide:
         self.declared: Envelope | None = None  # the modern requests' _meta, merged once
         self._lock = threading.Lock()
         self._waits: dict[str, list[RequestOwner]] = {}
+        self.listeners: list[Callable[[str, dict[str, Any]], object]] = []  # also told of status notifications
         channel.dispatcher.own_notifications(STATUS_NOTIFICATION, self._status_notification)
         channel.dispatcher.own_related_requests(self._related_request)
 
@@ -95,6 +96,8 @@ class TaskSide:
         task_id = params.get("taskId")
         if isinstance(task_id, str) and task_id:
             self.board.publish(task_id)
+            for listener in list(self.listeners):
+                listener(method, params)
 
     def _related_request(self, message: dict[str, Any]) -> dict[str, Any] | None:
         task_id = related_task(message)

@@ -1,5 +1,6 @@
-"""Waiting for a task: one deadline, polled in the caller's thread (or fed by a listen stream read
-in a worker thread), input answered by a strategy, and a clear error when time runs out.
+"""Waiting for a task: one deadline, polled in the caller's thread (or fed by the client's shared
+listen stream, read in worker threads: see _watch.py), input answered by a strategy, and a clear
+error when time runs out.
 
 The task keeps running on the server after a wait gives up: wait again, or cancel it.
 """
@@ -7,8 +8,8 @@ The task keeps running on the server after a wait gives up: wait again, or cance
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, cast
 
 import attrs
@@ -17,23 +18,17 @@ from mcp_tasks._clock import Deadline, pause
 from mcp_tasks._dispatch import error_response
 from mcp_tasks._errors import (
     INTERNAL_ERROR,
-    INVALID_PARAMS,
-    METHOD_NOT_FOUND,
     REQUEST_TIMEOUT,
     McpError,
-    ProtocolError,
-    RequestTimeout,
     TaskTimeout,
-    TransportError,
 )
 from mcp_tasks._input import input_failure
 from mcp_tasks._options import UNSET
 from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status, TaskState
-from mcp_tasks._subscription import Closed, Dropped, Notification, Subscription
 from mcp_tasks._tasks._helpers import cancel_task, outcome, task_id_of
 from mcp_tasks._tasks._options import CANCEL_BUDGET, WaitOptions, WaitSettings
-from mcp_tasks._tasks._protocol import TaskProtocol, decode, protocol_of
+from mcp_tasks._tasks._protocol import TaskProtocol, protocol_of
 from mcp_tasks._tasks._record import Recorder, saved_ref, store_of
 from mcp_tasks._tasks._side import side_of
 from mcp_tasks._tasks._strategies import ReturnStrategy
@@ -48,11 +43,6 @@ __all__ = ["CallOptions", "await_task", "call_and_await", "wait_task"]
 
 log = logging.getLogger("mcp_tasks")
 
-TASK_NOTIFICATIONS = frozenset({"notifications/tasks", "notifications/tasks/status"})
-SAFETY_FACTOR = 10
-"""While a listen stream is open the task is still read every SAFETY_FACTOR poll intervals..."""
-MIN_SAFETY_INTERVAL = 5.0
-"""...and never more often than this: a server that never pushes cannot stall a wait."""
 T = TypeVar("T")
 
 
@@ -101,7 +91,7 @@ class _Wait:
             if given.terminal and given.detailed:
                 return given
         if self.protocol.era == "modern":
-            return self._listen() if self.settings.listen else self._poll(self._get())
+            return self._shared() if self.settings.listen else self._poll(self._get())
         side = side_of(self.client.channel)
         self.follow_board = self.settings.listen  # a legacy session pushes its status notifications unasked
         with side.answering(self.task_id, self._answer_request):
@@ -182,98 +172,17 @@ class _Wait:
 
     # -- listening ----------------------------------------------------------------------------
 
-    def _listen(self) -> Status:
-        subscription = self._subscribe()
-        if subscription is None:
-            return self._poll(self._get())
+    def _shared(self) -> Status:
+        """Follow the task on the client's shared listen stream (no thread of its own): a group
+        of one wait, driven in this thread.
+        """
+        from mcp_tasks._tasks._many import Group  # the group drives waits like this one
+
+        group = Group(self.client, self.settings, True, self.deadline, cancel_on_timeout=False)
         try:
-            status = self._get()
-            final = self._observe(status)
-            if final is not None:
-                return final
-            final = self._follow(subscription)
-            if final is not None:
-                return final
-            log.debug("listen stream for task %s ended; polling", short_id(self.task_id))
-            assert self.last is not None
-            return self._poll_on(self.last)
+            return group.adopt(self)
         finally:
-            subscription.close()
-
-    def _subscribe(self) -> Subscription | None:
-        """The task's listen stream, or None when the server offers none: no subscriptions/listen
-        (-32601, HTTP 404), a stream that failed or ended before its acknowledgement, no
-        acknowledgement in time, or one that does not speak of taskIds. The wait then polls.
-        """
-        channel = self.client.channel
-        try:
-            subscription: Subscription = self._bounded(
-                lambda step: channel.open_listen({"taskIds": [self.task_id]}, step, self.meta)
-            )
-        except (TransportError, ProtocolError, RequestTimeout) as exc:
-            log.debug("no listen stream for task %s (%s); polling", short_id(self.task_id), exc.message)
-            return None
-        except McpError as exc:
-            if exc.code != METHOD_NOT_FOUND:
-                raise
-            log.debug("the server has no subscriptions/listen; polling task %s", short_id(self.task_id))
-            return None
-        if "taskIds" not in subscription.accepted:
-            subscription.close()
-            log.debug("the listen acknowledgement has no taskIds; polling task %s", short_id(self.task_id))
-            return None
-        accepted = subscription.accepted["taskIds"]
-        if not isinstance(accepted, list) or self.task_id not in accepted:
-            subscription.close()
-            raise McpError(INVALID_PARAMS, "Unknown or inaccessible taskId")
-        return subscription
-
-    def _follow(self, subscription: Subscription) -> Status | None:
-        """Observe the stream's events until the task is done (its status) or the stream ends.
-
-        The task is also read every safety interval (and at the poll interval while the input
-        strategy leaves input unanswered), so a server that never pushes cannot stall the wait.
-        """
-        assert self.last is not None
-        read_at = self._next_read(self.last)
-        while True:
-            wake = read_at if self.deadline.at is None else min(read_at, self.deadline.at)
-            try:
-                event = subscription.next(max(wake - time.monotonic(), 0.0))
-            except TimeoutError:
-                if self.deadline.expired():
-                    raise self._timed_out() from None
-                if time.monotonic() < read_at:
-                    continue
-                status = self._get()
-            else:
-                if isinstance(event, Closed):
-                    return None
-                if isinstance(event, Dropped):
-                    status = self._get()
-                elif isinstance(event, Notification) and self._concerns_task(event):
-                    status = decode(event.params, self.protocol.era, self.task_id)
-                else:
-                    continue
-            final = self._observe(status)
-            if final is not None:
-                return final
-            read_at = self._next_read(status)
-
-    def _next_read(self, status: Status) -> float:
-        """When a listen wait reads the task itself next, on the monotonic clock."""
-        interval = self._poll_interval(status)
-        if not self.input_declined:
-            interval = max(SAFETY_FACTOR * interval, MIN_SAFETY_INTERVAL)
-        return time.monotonic() + interval
-
-    def _concerns_task(self, event: Notification) -> bool:
-        return event.method in TASK_NOTIFICATIONS and event.params.get("taskId") == self.task_id
-
-    def _poll_on(self, status: Status) -> Status:
-        """Polling after a stream ended: the last status is already observed; sleep, then read."""
-        self._sleep(self._interval(status))
-        return self._poll(self._get())
+            group.close()
 
     # -- observing one status -----------------------------------------------------------------
 
@@ -360,6 +269,37 @@ class _Wait:
     def _timed_out(self) -> TaskTimeout:
         assert self.settings.timeout is not None
         return TaskTimeout(self.task_id, self.settings.timeout, self.last)
+
+    # -- one task of many: the waits on a set of tasks (_many.py) drive these -----------------
+
+    def start(self, given: Status | None) -> Status | None:
+        """Take in the status the wait starts from: the final Status when it is already over."""
+        if given is None:
+            return None
+        self._notify(given)  # on_status hears the status the wait starts from
+        return given if given.terminal and given.detailed else None
+
+    def observe(self, status: Status) -> Status | None:
+        """Take in one status (input answered, on_status told): the final Status, or None."""
+        return self._observe(status)
+
+    def read(self) -> Status:
+        """Read the task once (on a 2025-era session, moving it along when it needs input)."""
+        return self._get()
+
+    def answering(self) -> AbstractContextManager[None]:
+        """While this block runs, a 2025-era server's requests naming the task come to this wait."""
+        if self.protocol.era == "modern":
+            return nullcontext()
+        return side_of(self.client.channel).answering(self.task_id, self._answer_request)
+
+    def poll_interval(self, status: Status) -> float:
+        """The interval before the next read: the task's own, or the wait's; floored."""
+        return self._interval(status)
+
+
+TaskWait = _Wait
+"""The wait on one task, for the waits on many tasks."""
 
 
 def wait_task(client: Client, task: str | Status, **options: Unpack[WaitOptions]) -> Status:

@@ -462,7 +462,7 @@ class _Response:
 class _ThreadedServer(HTTPServer):
     daemon_threads = True
     allow_reuse_address = True
-    request_queue_size = 128
+    request_queue_size = 1024  # 1,000 clients connecting at once are not reset
 
     def __init__(self, address: tuple[str, int], app: Callable[..., Iterable[bytes]]) -> None:
         super().__init__(address, _Handler)

@@ -57,7 +57,7 @@ __all__ = ["Server"]
 
 log = logging.getLogger("mcp_tasks.server")
 
-MAX_LISTEN_TASK_IDS = 100
+MAX_LISTEN_TASK_IDS = 10_000
 _TASKS_REQUIRED: dict[str, Any] = {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}
 
 
@@ -394,7 +394,7 @@ class Server:
                     _TASKS_REQUIRED,
                 )
             ids = _check_listen_ids(wanted["taskIds"])
-            accepted["taskIds"] = [i for i in ids if self.tasks.visible(i, exchange.principal)]
+            accepted["taskIds"] = self.tasks.visible_ids(ids, exchange.principal)
         listener = self.hub.open(request_id, accepted, exchange)
         exchange.on_cancel(listener.end)
         if self._closed.is_set():

@@ -4,6 +4,7 @@ that parks a task until ``tasks/update`` answers it, cancellation, TTL expiry an
 
 from __future__ import annotations
 
+import collections
 import datetime
 import itertools
 import logging
@@ -220,6 +221,9 @@ class TaskRuntime:
         self._lock = threading.Lock()
         self._tasks: dict[str, TaskRecord] = {}
         self._workers: dict[TaskRecord, threading.Thread] = {}
+        # Tasks beyond max_jobs wait here, working, until a worker is free (oldest first).
+        self._next_reap = 0.0
+        self._queued: collections.deque[tuple[TaskRecord, Callable[[], None]]] = collections.deque()
         self._numbers = itertools.count(1)
         self._timers: set[threading.Thread] = set()
         self._stopping = threading.Event()
@@ -233,22 +237,38 @@ class TaskRuntime:
     def create(
         self, tool: Tool, arguments: dict[str, Any], principal: str | None, meta: dict[str, Any] | None = None
     ) -> TaskRecord:
-        """Store a new task and start its tool; refused with a retryable error at capacity."""
+        """Store a new task and start its tool, or queue it (working) while `max_jobs` tools run;
+        refused with a retryable error when `max_tasks` are stored.
+        """
         with self._lock:
             if self._closed:
                 raise McpError(INTERNAL_ERROR, "The server is shutting down")
             self._reap_locked()
-            if len(self._workers) >= self.max_jobs:
-                raise _capacity("max_jobs", self.max_jobs, "tasks are running")
             if len(self._tasks) >= self.max_tasks:
                 raise _capacity("max_tasks", self.max_tasks, "tasks are stored")
             record = TaskRecord(self, _new_task_id(), principal, tool.name, self.ttl_ms, self.poll_ms)
             self._tasks[record.task_id] = record
             record.created = record.creation()  # as it stands before its tool starts
             context = ToolContext(cancelled=record.cancel_event, task=record, principal=principal, meta=meta)
+            # The job carries the creating request's trace context, also when it starts later.
             job = carried(lambda: self._run(record, tool, context, arguments), tool.name, record.task_id)
-            self._workers[record] = start_thread(f"server-task-{next(self._numbers)}", job)
+            if len(self._workers) >= self.max_jobs:
+                self._queued.append((record, job))
+            else:
+                self._start_locked(record, job)
         return record
+
+    def _start_locked(self, record: TaskRecord, job: Callable[[], None]) -> None:
+        self._workers[record] = start_thread(f"server-task-{next(self._numbers)}", job)
+
+    def _next_locked(self) -> None:
+        """Start queued tasks while workers are free (a task cancelled in the queue is skipped)."""
+        while self._queued and len(self._workers) < self.max_jobs and not self._closed:
+            record, job = self._queued.popleft()
+            if not record.terminal and not record.cancel_event.is_set():
+                self._start_locked(record, job)
+            elif not record.terminal:
+                record.cancel()
 
     def lookup(self, task_id: object, principal: str | None) -> TaskRecord:
         """The task with this id, if it exists, has not expired, and belongs to `principal`."""
@@ -259,6 +279,17 @@ class TaskRuntime:
         if record is None or record.principal != principal or record.expired():
             raise McpError(INVALID_PARAMS, UNKNOWN_TASK)
         return record
+
+    def visible_ids(self, task_ids: list[str], principal: str | None) -> list[str]:
+        """Those of `task_ids` that `principal` may see, in order (one reaping for them all)."""
+        with self._lock:
+            self._reap_locked()
+            found = [self._tasks.get(task_id) for task_id in task_ids]
+        return [
+            i
+            for i, r in zip(task_ids, found, strict=True)
+            if r is not None and r.principal == principal and not r.expired()
+        ]
 
     def visible(self, task_id: str, principal: str | None) -> bool:
         """Whether `principal` may see this task (it exists and has not expired)."""
@@ -289,6 +320,11 @@ class TaskRuntime:
             self._closed = True
             workers = dict(self._workers)
             timers = list(self._timers)
+            queued = [entry[0] for entry in self._queued]
+            self._queued.clear()
+        for record in queued:
+            if not record.terminal:
+                record.cancel()
         join_all(timers, timeout)
         for record in workers:
             record.cancel_event.set()
@@ -319,6 +355,7 @@ class TaskRuntime:
         finally:
             with self._lock:
                 self._workers.pop(record, None)
+                self._next_locked()
 
     @staticmethod
     def _crashed(record: TaskRecord, tool: Tool, exc: BaseException) -> None:
@@ -327,7 +364,12 @@ class TaskRuntime:
         record.finish("failed", error=error, message="The tool failed")
 
     def _reap_locked(self) -> None:
+        # At most every REAP_EVERY seconds: a scan of every task on each request made 10,000 tasks
+        # quadratic (a lookup checks its own task's expiry anyway).
         now = time.monotonic()
+        if now < self._next_reap:
+            return
+        self._next_reap = now + REAP_EVERY
         for task_id, record in list(self._tasks.items()):
             if record.expired(now):
                 del self._tasks[task_id]
@@ -336,6 +378,10 @@ class TaskRuntime:
                 record.cancel_event.set()
                 error = {"code": INTERNAL_ERROR, "message": "Task exceeded its maximum runtime"}
                 record.finish("failed", error=error, message="Task exceeded its maximum runtime")
+
+
+REAP_EVERY = 0.1
+"""Seconds between scans for expired and overdue tasks."""
 
 
 def check_task_id(task_id: object) -> str:

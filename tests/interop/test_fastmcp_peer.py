@@ -251,7 +251,9 @@ def test_an_unknown_task_id_is_invalid_params(peer: Peer, send: Any) -> None:
 
 
 def test_listening_is_not_served_by_this_peer(peer: Peer) -> None:
-    client = peer.client()
+    # A client of its own: a listen wait starts the client's watch, whose thread lasts as long as
+    # the client (issue 17), and the module's shared client outlives this test's thread check.
+    client = peer.client(timeout=30.0)
     status = started(client, "slow", {"seconds": 0.1})
     # issue 9: a listen wait against a server without subscriptions/listen polls instead
     assert mt.wait_task(client, status, timeout=WAIT, listen=True).status is mt.TaskState.COMPLETED
@@ -261,3 +263,4 @@ def test_listening_is_not_served_by_this_peer(peer: Peer) -> None:
         )
     assert again.value.code == -32601
     assert mt.await_task(client, status, timeout=WAIT)["isError"] is False
+    client.close()

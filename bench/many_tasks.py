@@ -1,0 +1,185 @@
+"""Many tasks at once (issue 17): N tasks of a few seconds on one client, the reference server in
+a process of its own, over HTTP and stdio. Not a test: it prints a table.
+
+    python bench/many_tasks.py [--sizes 100,1000,10000] [--seconds 2] [--transports http,stdio]
+
+Ways compared, in one run:
+  listen   mt.wait_all(client, tasks)               (listen=None: the shared stream)
+  poll     mt.wait_all(client, tasks, listen=False) (the per-task poll schedule)
+  threads  one thread per mt.await_task (polling)   (the way before issue 17: the baseline)
+  futures  mt.submit for each, then future.result() (followed from creation on, by one thread)
+
+Columns: wall over the ideal (the ideal is the moment the last task finished on the server: the
+tool reports time.monotonic(), one clock for every process on Linux), client CPU per task (ms),
+the client CPU ratio against `threads`, peak library threads (``mcp_tasks-*``), ``tasks/get``
+per task, listen streams opened. The server suggests polling every 500 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import mcp_tasks as mt  # noqa: E402
+from mcp_tasks.server import Server, ToolContext  # noqa: E402
+
+POLL_INTERVAL = 0.5
+
+
+def make_server() -> Server:
+    """The benchmark's server: `nap` sleeps, then reports when it finished; `count` the reads."""
+    server = Server("many-tasks", poll_interval=POLL_INTERVAL, task_ttl=3600, max_jobs=20_000, max_tasks=50_000)
+    counts: dict[str, int] = {}
+
+    def record(method: str, params: dict[str, Any]) -> None:
+        counts[method] = counts.get(method, 0) + 1
+
+    server.on_request = record
+
+    @server.tool(task="optional")
+    def nap(ctx: ToolContext, seconds: float) -> dict[str, Any]:
+        ctx.sleep(seconds)
+        return {"done_at": time.monotonic()}
+
+    @server.tool()
+    def count(ctx: ToolContext) -> dict[str, Any]:
+        return dict(counts)
+
+    return server
+
+
+class Peak:
+    """Samples the library's threads every 10 ms."""
+
+    def __init__(self) -> None:
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.01):
+            alive = sum(t.name.startswith("mcp_tasks-") for t in threading.enumerate())
+            self.peak = max(self.peak, alive)
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return self.peak
+
+
+def threads_way(client: mt.Client, tasks: list[mt.Status]) -> list[dict[str, Any]]:
+    results: list[Any] = [None] * len(tasks)
+
+    def one(i: int) -> None:
+        results[i] = mt.await_task(client, tasks[i], timeout=600)
+
+    workers = [threading.Thread(target=one, args=(i,)) for i in range(len(tasks))]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return results
+
+
+def futures_way(client: mt.Client, size: int, seconds: float) -> list[dict[str, Any]]:
+    """mt.submit: the watcher follows each task from its creation on, while the others are made."""
+    futures = [mt.submit(client, "nap", {"seconds": seconds}) for _ in range(size)]
+    return [f.result(timeout=600) for f in futures]
+
+
+WAYS: dict[str, Callable[[mt.Client, list[mt.Status]], list[dict[str, Any]]]] = {
+    "listen": lambda c, t: [mt.outcome(s) for s in mt.wait_all(c, t, timeout=600)],
+    "poll": lambda c, t: [mt.outcome(s) for s in mt.wait_all(c, t, timeout=600, listen=False)],
+    "threads": threads_way,
+}
+
+
+def client_of(transport: str) -> tuple[mt.Client, Callable[[], None]]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    if transport == "stdio":
+        client = mt.Client.stdio(sys.executable, ["-m", "mcp_tasks.server", "bench.many_tasks:make_server"], env=env)
+        return client, lambda: None
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mcp_tasks.server", "bench.many_tasks:make_server", "--http", "127.0.0.1:0"],
+        stdout=subprocess.PIPE,
+        env=env,
+        text=True,
+    )
+    assert process.stdout is not None
+    url = process.stdout.readline().strip()
+
+    def stop() -> None:
+        process.terminate()
+        process.wait(10)
+
+    return mt.Client.http(url, timeout=60), stop
+
+
+def run(transport: str, way: str, size: int, seconds: float) -> dict[str, float]:
+    client, stop = client_of(transport)
+    try:
+        client.call_tool("count")  # connected, negotiated
+        before = client.call_tool("count")["structuredContent"].get("tasks/get", 0)
+        peak = Peak()
+        cpu = time.process_time()
+        started = time.monotonic()
+        if way == "futures":
+            results = futures_way(client, size, seconds)
+        else:
+            tasks = [mt.call_tool(client, "nap", {"seconds": seconds}) for _ in range(size)]
+            statuses = [t for t in tasks if isinstance(t, mt.Status)]
+            results = WAYS[way](client, statuses)
+        ended = time.monotonic()
+        cpu = time.process_time() - cpu
+        threads = peak.stop()
+        gets = client.call_tool("count")["structuredContent"].get("tasks/get", 0) - before
+        ideal = max(r["structuredContent"]["done_at"] for r in results)
+        return {
+            "late": ended - ideal,
+            "ideal": ideal - started,
+            "cpu_ms": 1000 * cpu / size,
+            "threads": threads,
+            "gets": gets / size,
+        }
+    finally:
+        client.close()
+        stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="100,1000,10000")
+    parser.add_argument("--seconds", type=float, default=2.0)
+    parser.add_argument("--transports", default="http,stdio")
+    parser.add_argument("--ways", default="listen,poll,futures,threads")
+    args = parser.parse_args()
+    print(
+        f"{'transport':9} {'N':>6} {'way':8} {'ideal s':>8} {'late s':>7} {'cpu ms/task':>11} {'cpu/threads':>11} "
+        f"{'threads':>7} {'gets/task':>9}"
+    )
+    for transport in args.transports.split(","):
+        for size in map(int, args.sizes.split(",")):
+            rows = {way: run(transport, way, size, args.seconds) for way in args.ways.split(",")}
+            base = rows.get("threads")
+            for way, row in rows.items():
+                ratio = f"{row['cpu_ms'] / base['cpu_ms']:.2f}" if base else "-"
+                print(
+                    f"{transport:9} {size:6} {way:8} {row['ideal']:8.2f} {row['late']:7.2f} {row['cpu_ms']:11.3f} "
+                    f"{ratio:>11} {row['threads']:7.0f} {row['gets']:9.2f}",
+                    flush=True,
+                )
+
+
+if __name__ == "__main__":
+    main()

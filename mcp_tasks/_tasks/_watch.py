@@ -1,0 +1,363 @@
+"""One client's shared watch on its tasks: the listen stream(s) that carry every task id being
+waited on, by any thread, and the news they bring to the waits (a channel attachment).
+
+- Waits `want()` task ids into an `Inbox` and take news out of it in their own thread: a full
+  Status (a notification that carries what the status needs) or a cue (`READ`: read the task once).
+  A task placed on a stream, or given up to polling, is cued once: its wait reads it then (not
+  before: one read per task when the stream brings the rest).
+- On a 2026-07-28 connection one manager thread (``mcp_tasks-watch``) opens the streams: new ids
+  are gathered for a moment and placed on a stream of their own while fewer than `MAX_STREAMS` are
+  open, else merged with the open ones into one stream (opened before the old ones close, so no
+  notification falls between). A server's cap on ids per stream is learnt from its -32602 (the
+  chunk is halved); ids beyond `MAX_STREAMS` streams, ids the acknowledgement leaves out, and ids
+  whose stream dropped `MAX_REOPENS` times are polled by their waits. Each stream costs two
+  threads (its reader, and one that forwards its events here), so the library runs at most
+  ``1 + 2 * (MAX_STREAMS + 1)`` threads for all the client's waits, whatever their number.
+- On a 2025-11-25 session the status notifications the session pushes unasked are cues.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from mcp_tasks._clock import Deadline
+from mcp_tasks._errors import INVALID_PARAMS, METHOD_NOT_FOUND, McpError
+from mcp_tasks._status import Status
+from mcp_tasks._subscription import Closed, Dropped, Notification, Subscription
+from mcp_tasks._tasks._protocol import decode, protocol_of
+from mcp_tasks._tasks._side import TaskSide, side_of
+from mcp_tasks._threads import join_all, start_thread
+
+if TYPE_CHECKING:
+    from mcp_tasks._channel import Channel
+
+__all__ = ["MAX_REOPENS", "MAX_STREAMS", "READ", "Inbox", "Watch", "watch_of"]
+
+log = logging.getLogger("mcp_tasks")
+
+READ = None
+"""The cue to read a task once (a notification without the full status, lost events, a new stream)."""
+TASK_NOTIFICATIONS = frozenset({"notifications/tasks", "notifications/tasks/status"})
+MAX_STREAMS = 2
+MAX_REOPENS = 3
+MAX_OPEN_FAILURES = 3
+GATHER = 0.02
+"""Seconds new ids are gathered before a stream is opened for them (10,000 creations, few opens)..."""
+MERGE_GATHER = 0.25
+"""...and before the open streams are merged with them into one (a larger stream, reopened less often)."""
+OPEN_TIMEOUT = 10.0
+CLOSE_TIMEOUT = 5.0
+
+
+class Inbox:
+    """The news of one wait (a group of tasks): task id -> the latest Status, or `READ`."""
+
+    def __init__(self, watch: Watch) -> None:
+        self.watch = watch
+        self.news: dict[str, Status | None] = {}
+
+    def take(self) -> dict[str, Status | None]:
+        """Everything that came since the last take (the watch's lock held by the caller)."""
+        news, self.news = self.news, {}
+        return news
+
+
+class _Stream:
+    """One open listen stream and the thread that forwards its events to the watch."""
+
+    def __init__(self, watch: Watch, subscription: Subscription, ids: set[str]) -> None:
+        self.subscription = subscription
+        self.ids = ids
+        self.live = 0  # how many of its ids are wanted and followed on it
+        self.closing = False
+        self.thread = start_thread(f"watch-{subscription.id}", lambda: watch.forward(self))
+
+
+class Watch:
+    """See the module docstring. Safe to share between threads; `close()` joins its threads."""
+
+    def __init__(self, channel: Channel, side: TaskSide) -> None:
+        self.channel = channel
+        self.changed = threading.Condition()
+        self.opens = 0  # streams opened so far (the benchmark reports it)
+        self._wanted: dict[str, list[Inbox]] = {}
+        self._unplaced: set[str] = set()  # wanted, on no stream yet, not polled for good
+        self._streamed: dict[str, _Stream] = {}  # acknowledged on a stream
+        self._polled: set[str] = set()  # polled for good (left out, dropped too often, no listen)
+        self._drops: dict[str, int] = {}
+        self._streams: list[_Stream] = []
+        self._closing: list[_Stream] = []
+        self._cap: int | None = None
+        self._listen = True
+        self._failures = 0
+        self._stop = threading.Event()
+        self._manager: threading.Thread | None = None
+        self._meta: Any = None
+        self._context: contextvars.Context | None = None
+        side.listeners.append(self._session_notification)
+
+    # -- the waits' side ----------------------------------------------------------------------
+
+    def want(self, inbox: Inbox, ids: Iterable[str], *, stream: bool) -> None:
+        """Send news of `ids` to `inbox`; `stream`: put them on a listen stream (2026-07-28)."""
+        with self.changed:
+            for task_id in ids:
+                self._wanted.setdefault(task_id, []).append(inbox)
+                if not stream:
+                    continue
+                if self._listen and task_id not in self._streamed and task_id not in self._polled:
+                    self._unplaced.add(task_id)  # the cue comes when a stream takes it, or not
+                    if self._context is None:  # the stream opens in the first waiter's context
+                        self._context = contextvars.copy_context()  # (its trace span, say)
+                else:
+                    inbox.news[task_id] = READ  # already placed (or no listen): read it now
+            if stream and self._unplaced and self._manager is None and not self._stop.is_set():
+                self._manager = start_thread("watch", self._manage)
+            self.changed.notify_all()
+
+    def drop(self, inbox: Inbox, ids: Iterable[str]) -> None:
+        """`inbox` no longer wants news of `ids` (their streams close when no wait wants them)."""
+        with self.changed:
+            for task_id in ids:
+                inboxes = self._wanted.get(task_id, [])
+                if inbox in inboxes:
+                    inboxes.remove(inbox)
+                if not inboxes:
+                    self._wanted.pop(task_id, None)
+                    self._unplaced.discard(task_id)
+                    self._polled.discard(task_id)
+                    self._drops.pop(task_id, None)
+                    stream = self._streamed.pop(task_id, None)
+                    if stream is not None:
+                        stream.live -= 1
+                        if stream.live <= 0 and stream in self._streams:
+                            self._retire(stream)  # narrowed to nothing: the manager closes it
+            self.changed.notify_all()
+
+    def streamed(self, task_id: str) -> bool:
+        """Whether a stream acknowledged `task_id` (its wait then reads it rarely)."""
+        return task_id in self._streamed
+
+    # -- news ---------------------------------------------------------------------------------
+
+    def _tell(self, task_id: str, news: Status | None) -> None:
+        """Give `news` of a task to the waits that want it (the lock held)."""
+        for inbox in self._wanted.get(task_id, ()):
+            inbox.news[task_id] = news
+        self.changed.notify_all()
+
+    def _session_notification(self, method: str, params: dict[str, Any]) -> None:
+        task_id = params.get("taskId")
+        if isinstance(task_id, str):
+            with self.changed:
+                self._tell(task_id, READ)  # a 2025-era status never carries the result
+
+    def forward(self, stream: _Stream) -> None:
+        """The forwarding thread of `stream`: its events become news, its end a reopen or polls."""
+        while True:
+            event = stream.subscription.next()
+            if isinstance(event, Closed):
+                break
+            with self.changed:
+                if isinstance(event, Dropped):
+                    for task_id in stream.ids:
+                        self._tell(task_id, READ)
+                elif isinstance(event, Notification) and event.method in TASK_NOTIFICATIONS:
+                    self._notified(event.params, stream)
+        with self.changed:
+            if stream.closing:
+                return
+            self._dropped(stream, event.error)
+
+    def _notified(self, params: dict[str, Any], stream: _Stream) -> None:
+        task_id = params.get("taskId")
+        if not isinstance(task_id, str) or task_id not in stream.ids:
+            return
+        try:
+            status = decode(params, "modern", task_id)
+        except McpError:
+            status = None
+        self._tell(task_id, status if status is not None and status.detailed else READ)
+
+    def _dropped(self, stream: _Stream, error: McpError | None) -> None:
+        log.debug("a listen stream of %d tasks ended (%s); reopening or polling", len(stream.ids), error)
+        if stream in self._streams:
+            self._streams.remove(stream)
+        for task_id in stream.ids:
+            if self._streamed.get(task_id) is stream:
+                del self._streamed[task_id]
+            if task_id not in self._wanted:
+                continue
+            self._drops[task_id] = drops = self._drops.get(task_id, 0) + 1
+            if drops >= MAX_REOPENS:
+                self._polled.add(task_id)
+            else:
+                self._unplaced.add(task_id)
+            self._tell(task_id, READ)  # what the stream said before it ended may be lost
+
+    # -- the manager thread -------------------------------------------------------------------
+
+    def _manage(self) -> None:
+        while not self._stop.is_set():
+            with self.changed:
+                closing, self._closing = self._closing, []
+                if not closing and not self._unplaced:
+                    self.changed.wait()
+                    continue
+            self._shut(closing)
+            if not self._unplaced:
+                continue
+            self._stop.wait(GATHER if len(self._streams) < MAX_STREAMS else MERGE_GATHER)
+            with self.changed:
+                batch = set(self._unplaced)
+                self._unplaced.clear()
+                context, self._context = self._context, None
+                streams = len(self._streams)
+                merged = set(self._streamed)  # wanted ids on the open streams
+            if not batch or self._stop.is_set():
+                continue
+            run = context.run if context is not None else _call
+            if streams < MAX_STREAMS:
+                run(self._place, batch, set(), MAX_STREAMS - streams)
+            elif streams == MAX_STREAMS and (self._cap is None or len(merged) + len(batch) <= self._cap):
+                run(self._place, batch, merged, 1, False)
+            else:
+                self._place(batch, set(), 0)  # no room: polled
+
+    def _retire(self, stream: _Stream) -> None:
+        stream.closing = True
+        self._streams.remove(stream)
+        for task_id in stream.ids:
+            if self._streamed.get(task_id) is stream:
+                del self._streamed[task_id]
+        self._closing.append(stream)  # closed by the manager, outside the lock
+
+    @staticmethod
+    def _shut(streams: list[_Stream]) -> None:
+        for stream in streams:
+            stream.subscription.close()
+        join_all([s.thread for s in streams], CLOSE_TIMEOUT)
+
+    def _place(self, batch: set[str], merged: set[str], slots: int, split: bool = True) -> None:
+        """Open up to `slots` streams for `batch` (and `merged`, ids already on streams: their
+        streams close once the new one is acknowledged; never `split` then, so that the streams
+        stay at most ``MAX_STREAMS + 1``); what finds no place is polled.
+        """
+        ids = sorted(merged) + sorted(batch - merged)
+        while ids and slots > 0 and self._listen and not self._stop.is_set():
+            chunk = ids if self._cap is None else ids[: self._cap]
+            if not self._open(chunk):
+                if split and self._cap is not None and self._cap < len(chunk):
+                    continue  # the cap was just learnt: try the smaller chunk
+                break
+            ids = ids[len(chunk) :]
+            slots -= 1
+        with self.changed:
+            for task_id in ids:
+                if task_id in self._wanted and task_id not in self._streamed:
+                    self._poll(task_id)
+
+    def _open(self, ids: list[str]) -> bool:
+        try:
+            if self._meta is None:
+                self._meta = protocol_of(self.channel, Deadline(OPEN_TIMEOUT)).meta()
+            subscription = self.channel.open_listen({"taskIds": ids}, Deadline(OPEN_TIMEOUT), self._meta)
+        except McpError as exc:
+            return self._open_failed(ids, exc)
+        accepted = subscription.accepted.get("taskIds")
+        if not isinstance(accepted, list):
+            subscription.close()
+            log.debug("the listen acknowledgement has no taskIds: the client's tasks are polled")
+            self._no_listen()
+            return False
+        self.opens += 1
+        with self.changed:
+            if not self._stop.is_set():
+                self._add_stream(subscription, accepted, ids)
+                return True
+        subscription.close()  # the watch closed while this stream was opening
+        return False
+
+    def _add_stream(self, subscription: Subscription, accepted: list[Any], ids: list[str]) -> None:
+        """Start following a new stream (the lock held): cue the ids it took, poll those it left."""
+        asked = set(ids)
+        stream = _Stream(self, subscription, {i for i in accepted if isinstance(i, str) and i in asked})
+        self._streams.append(stream)
+        for task_id in ids:
+            if task_id not in self._wanted:
+                continue
+            if task_id in stream.ids:
+                was = self._streamed.get(task_id)
+                self._streamed[task_id] = stream
+                stream.live += 1
+                if was is None:
+                    self._tell(task_id, READ)  # catch up on what came before the stream
+                else:
+                    was.live -= 1  # merged into the new stream
+            elif task_id not in self._streamed:
+                self._poll(task_id)  # left out: its wait polls it
+        for old in list(self._streams):
+            if old.live <= 0:
+                self._retire(old)  # nothing left on it (merged, or narrowed meanwhile)
+
+    def _open_failed(self, ids: list[str], exc: McpError) -> bool:
+        if exc.code == METHOD_NOT_FOUND:
+            log.debug("the server has no subscriptions/listen: the client's tasks are polled")
+            self._no_listen()
+        elif exc.code == INVALID_PARAMS and len(ids) > 1:
+            self._cap = len(ids) // 2  # a cap on ids per stream (or one bad id: halving finds it)
+            log.debug("the server refused %d ids on one stream; trying %d", len(ids), self._cap)
+        elif exc.code == INVALID_PARAMS:
+            pass  # one id the server does not know: its wait polls it and hears why
+        else:
+            self._failures += 1
+            log.debug("could not open a listen stream (%s)", exc.message)
+            if self._failures >= MAX_OPEN_FAILURES:
+                self._no_listen()
+        return False
+
+    def _no_listen(self) -> None:
+        with self.changed:
+            self._listen = False
+            for task_id in self._unplaced:
+                self._poll(task_id)
+            self._unplaced.clear()
+
+    def _poll(self, task_id: str) -> None:
+        """`task_id` is on no stream for good: its waits poll it, starting now (the lock held)."""
+        self._polled.add(task_id)
+        self._tell(task_id, READ)
+
+    # -- closing ------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the streams (the channel's close calls this before the transport closes)."""
+        self._stop.set()
+        with self.changed:
+            streams, self._streams = list(self._streams) + self._closing, []
+            self._closing = []
+            for stream in streams:
+                stream.closing = True
+            self.changed.notify_all()
+        self._shut(streams)
+
+    def join(self) -> None:
+        """Join the manager thread (the channel's close calls this once the transport is closed,
+        which ends a stream it may be opening).
+        """
+        if self._manager is not None:
+            join_all([self._manager], CLOSE_TIMEOUT)
+
+
+def _call(function: Callable[..., object], *args: object) -> object:
+    return function(*args)
+
+
+def watch_of(channel: Channel) -> Watch:
+    """The channel's `Watch` (made on first use)."""
+    side = side_of(channel)  # made first: attachments are not made inside one another
+    return channel.attachment(Watch, lambda made: Watch(made, side))
