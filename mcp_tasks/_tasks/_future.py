@@ -117,7 +117,8 @@ class Futures:
                 with self.watch.changed:
                     incoming, self._incoming = self._incoming, []
                     if not incoming and not group.open and not group.next_done_ready():
-                        self.watch.changed.wait()
+                        if not self._stop.is_set():  # read under the lock: `close` sets it under it
+                            self.watch.changed.wait()
                         continue
                 for future, status, settings, listen in incoming:
                     self._add(group, pending, future, status, settings, listen)

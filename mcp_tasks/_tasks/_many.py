@@ -15,7 +15,7 @@ from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from mcp_tasks._clock import Deadline, wait_condition
-from mcp_tasks._errors import INVALID_PARAMS, McpError, RequestTimeout, TaskTimeout, TransportError
+from mcp_tasks._errors import INVALID_PARAMS, McpError, RequestTimeout, TaskTimeout
 from mcp_tasks._redact import short_id
 from mcp_tasks._status import Era, Status, TaskState
 from mcp_tasks._store._protocol import TaskStore
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["Group", "ManyOptions", "as_completed", "wait_all", "wait_any"]
 
 MAX_FAILURES = 5
-"""Reads of one task that may fail in a row (a transport error) before the wait gives up."""
+"""Reads of one task that may time out in a row before the wait gives up."""
 
 
 class ManyOptions(TypedDict, total=False):
@@ -250,8 +250,11 @@ class Group:
                 why = "expired" if last is not None and expired(last) else "forgotten"
                 self._fail(member, gone(member.task_id, why, exc))
                 return
-            if isinstance(exc, (TransportError, RequestTimeout)) and member.failures < MAX_FAILURES:
-                member.failures += 1  # the transport already retried: back off, then read again
+            # A read that timed out (a slow server) is tried again after a backoff. A server that
+            # cannot be reached has had the transport's retries already, the budget a rolling
+            # restart needs (see `Retry`): the wait ends, as a single wait's poll does.
+            if isinstance(exc, RequestTimeout) and member.failures < MAX_FAILURES:
+                member.failures += 1
                 self._schedule(member, delay(self._interval(member), streamed=False, failures=member.failures))
                 return
             raise
