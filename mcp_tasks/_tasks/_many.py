@@ -21,6 +21,7 @@ from mcp_tasks._status import Era, Status, TaskState
 from mcp_tasks._store._protocol import TaskStore
 from mcp_tasks._tasks._helpers import cancel_task, task_id_of
 from mcp_tasks._tasks._options import CANCEL_BUDGET, InputOption, OnStatus, WaitSettings
+from mcp_tasks._tasks._record import saved_ref
 from mcp_tasks._tasks._schedule import delay, expired, gone
 from mcp_tasks._tasks._wait import TaskWait
 from mcp_tasks._tasks._watch import READ, Inbox, watch_of
@@ -65,11 +66,12 @@ def settings_of(options: Mapping[str, Any], caller: str) -> tuple[WaitSettings, 
 class _Member:
     """One task of a group."""
 
-    __slots__ = ("due", "error", "existed", "failures", "final", "index", "wait")
+    __slots__ = ("due", "error", "existed", "failures", "final", "index", "traced", "wait")
 
     def __init__(self, index: int, wait: TaskWait, existed: bool) -> None:
         self.index = index
         self.wait = wait
+        self.traced = False  # its wait's span was started here, and is still to end
         self.due = 0.0
         self.final: Status | None = None
         self.error: McpError | None = None
@@ -128,9 +130,15 @@ class Group:
         for task in tasks:
             task_id = task_id_of(task)
             given = task if isinstance(task, Status) else None
-            wait = TaskWait(self.client, task_id, given, settings or self.settings)
+            wait_settings = settings or self.settings
+            saved = saved_ref(self.client, task_id, wait_settings.store, wait_settings.timeout)  # read only when traced
+            trace = self.client.channel.tracing.task(task_id, saved)  # its span, when the client traces
+            wait = TaskWait(self.client, task_id, given, wait_settings, trace)
             wait.deadline = self.deadline
+            wait.recorder.deadline = self.deadline
+            trace.start()
             member = self._member(wait, given is not None)
+            member.traced = True
             self._made.append(member)
             added.append(member)
             if listen:
@@ -231,6 +239,7 @@ class Group:
         self.watch.drop(self.inbox, ids)
         self._exits.close()
         for member in self._made:
+            self._end_trace(member, None)  # no longer followed (wait_any's others): no outcome
             member.wait.recorder.close()
         self._made.clear()
 
@@ -239,9 +248,10 @@ class Group:
     def _take(self, member: _Member, given: Status | None) -> None:
         """Observe `given`, or read `member` and observe that; a timeout becomes the group's."""
         try:
-            status = member.wait.read() if given is None else given
-            member.existed = True
-            final = member.wait.observe(status)
+            with member.wait.trace.within():  # its requests are its span's children
+                status = member.wait.read() if given is None else given
+                member.existed = True
+                final = member.wait.observe(status)
         except TaskTimeout:
             raise self._timed_out() from None
         except McpError as exc:
@@ -254,6 +264,10 @@ class Group:
                 member.failures += 1  # the transport already retried: back off, then read again
                 self._schedule(member, delay(self._interval(member), streamed=False, failures=member.failures))
                 return
+            self._end_trace(member, exc)
+            raise
+        except BaseException as exc:  # an input handler that failed, an interrupt
+            self._end_trace(member, exc)
             raise
         member.failures = 0
         if final is not None:
@@ -274,11 +288,22 @@ class Group:
 
     def _finish(self, member: _Member, final: Status) -> None:
         member.final = final
+        if member.traced:
+            member.wait.trace.finish(final)
+        self._end_trace(member, None)
         self._close_member(member)
 
     def _fail(self, member: _Member, error: McpError) -> None:
         member.error = error
+        self._end_trace(member, error)
         self._close_member(member)
+
+    @staticmethod
+    def _end_trace(member: _Member, exc: BaseException | None) -> None:
+        """End the span this group started for `member`'s wait (once; `exc`: what ended it)."""
+        if member.traced:
+            member.traced = False
+            member.wait.trace.end(exc)
 
     def _close_member(self, member: _Member) -> None:
         self._open -= 1
@@ -292,7 +317,7 @@ class Group:
         first = pending[0] if pending else self.members[0]
         statuses = [m.last() for m in pending]
         if not self.cancel_on_timeout:
-            return TaskTimeout(first.task_id, timeout, first.wait.last, pending=statuses)
+            return self._ended(pending, TaskTimeout(first.task_id, timeout, first.wait.last, pending=statuses))
         budget = Deadline(CANCEL_BUDGET)
         cancelled = True
         for member in pending:
@@ -300,11 +325,19 @@ class Group:
             try:
                 if not left:
                     raise RequestTimeout(CANCEL_BUDGET)
-                cancel_task(self.client, member.task_id, timeout=left)
+                with member.wait.trace.within():
+                    cancel_task(self.client, member.task_id, timeout=left)
             except McpError as exc:
                 cancelled = False
                 log_cancel_failure(member.task_id, exc)
-        return TaskTimeout(first.task_id, timeout, first.wait.last, cancelled=cancelled, pending=statuses)
+        timed_out = TaskTimeout(first.task_id, timeout, first.wait.last, cancelled=cancelled, pending=statuses)
+        return self._ended(pending, timed_out)
+
+    def _ended(self, pending: list[_Member], timed_out: TaskTimeout) -> TaskTimeout:
+        """End the spans of the `pending` waits with the set's `timed_out`; return it."""
+        for member in pending:
+            self._end_trace(member, timed_out)
+        return timed_out
 
 
 def log_cancel_failure(task_id: str, exc: McpError) -> None:
