@@ -18,9 +18,11 @@ from mcp_tasks._errors import InputRequired, McpError, TaskCancelled, TaskFailed
 from mcp_tasks._options import UNSET
 from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status
+from mcp_tasks._store._protocol import TaskStore
 from mcp_tasks._tasks._helpers import call_tool, cancel_task, outcome
 from mcp_tasks._tasks._many import Group, settings_of
 from mcp_tasks._tasks._options import InputOption, OnStatus, WaitSettings
+from mcp_tasks._tasks._record import record_created, store_of
 from mcp_tasks._tasks._watch import Watch, watch_of
 from mcp_tasks._threads import join_all, start_thread
 
@@ -41,6 +43,8 @@ class SubmitOptions(TypedDict, total=False):
     """The options of `submit`: `timeout` and `meta` of the ``tools/call``; the others those of
     `wait_task` for the wait that resolves the future (which has no deadline of its own: give
     ``future.result(timeout=...)`` one). `on_status` and `input` run in the watcher thread.
+    `store` (the client's when left out) records the statuses and keeps the answers' ledger and
+    the task's lease, as for `wait_task`.
     """
 
     timeout: float | None
@@ -51,6 +55,7 @@ class SubmitOptions(TypedDict, total=False):
     listen: bool | None
     input: InputOption
     on_status: OnStatus | None
+    store: TaskStore | None
 
 
 class TaskFuture(concurrent.futures.Future[dict[str, Any]]):
@@ -220,6 +225,8 @@ def submit(
         future = TaskFuture(client, None)
         future.set_result(called)
         return future
+    if settings.store is not UNSET and settings.store is not store_of(client):
+        record_created(client, called, name, settings.store)  # a store of this call's own keeps it too
     future = TaskFuture(client, called)
     futures_of(client.channel).watch_future(future, called, settings, listen)
     return future

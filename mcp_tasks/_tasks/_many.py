@@ -66,12 +66,13 @@ def settings_of(options: Mapping[str, Any], caller: str) -> tuple[WaitSettings, 
 class _Member:
     """One task of a group."""
 
-    __slots__ = ("due", "error", "existed", "failures", "final", "index", "traced", "wait")
+    __slots__ = ("due", "error", "existed", "failures", "final", "index", "made", "traced", "wait")
 
     def __init__(self, index: int, wait: TaskWait, existed: bool) -> None:
         self.index = index
         self.wait = wait
         self.traced = False  # its wait's span was started here, and is still to end
+        self.made = False  # its wait was made here (not adopted): its lease is freed here
         self.due = 0.0
         self.final: Status | None = None
         self.error: McpError | None = None
@@ -138,7 +139,7 @@ class Group:
             wait.recorder.deadline = self.deadline
             trace.start()
             member = self._member(wait, given is not None)
-            member.traced = True
+            member.traced = member.made = True
             self._made.append(member)
             added.append(member)
             if listen:
@@ -307,6 +308,8 @@ class Group:
 
     def _close_member(self, member: _Member) -> None:
         self._open -= 1
+        if member.made:
+            member.wait.recorder.close()  # its lease is free at once, not when the group closes
         self._done.append(member)
         if all(m.final is not None or m.error is not None for m in self._by_id.get(member.task_id, ())):
             self.watch.drop(self.inbox, [member.task_id])
