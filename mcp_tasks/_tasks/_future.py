@@ -24,6 +24,7 @@ from mcp_tasks._tasks._many import Group, settings_of
 from mcp_tasks._tasks._options import InputOption, OnStatus, WaitSettings
 from mcp_tasks._tasks._record import record_created, store_of
 from mcp_tasks._tasks._watch import Watch, watch_of
+from mcp_tasks._tasks._workers import Workers
 from mcp_tasks._threads import join_all, start_thread
 
 if TYPE_CHECKING:
@@ -37,6 +38,8 @@ __all__ = ["SubmitOptions", "TaskFuture", "submit"]
 log = logging.getLogger("mcp_tasks")
 
 CLOSE_TIMEOUT = 5.0
+INPUT_WORKERS = 4
+"""Threads that answer 2025-era tasks' input for futures at once (see `Futures`)."""
 
 
 class SubmitOptions(TypedDict, total=False):
@@ -94,11 +97,22 @@ class TaskFuture(concurrent.futures.Future[dict[str, Any]]):
 
 
 class Futures:
-    """The client's watcher of futures (a channel attachment)."""
+    """The client's watcher of futures (a channel attachment).
+
+    A 2025-era task that needs input is moved along by a ``tasks/result`` that lasts while a
+    person answers the server's requests. The watcher does not do that itself, or every other
+    future would wait on that person: it hands it to a worker of a bounded pool (`INPUT_WORKERS`
+    threads ``mcp_tasks-futures-input-<n>``, started on the first such input), and takes the
+    status it ends with as news. A worker rather than the thread that awaits the future: a future
+    may have no such thread (callbacks, ``concurrent.futures.wait`` on many, nobody yet), and the
+    input must be answered anyway; the pool keeps the library's threads bounded however many
+    tasks ask at once (beyond it, input waits its turn, and the other futures still resolve).
+    """
 
     def __init__(self, channel: Channel, watch: Watch) -> None:
         self.channel = channel
         self.watch = watch
+        self.inputs = Workers("futures-input", INPUT_WORKERS)
         self._incoming: list[tuple[TaskFuture, Status, WaitSettings, bool]] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -116,7 +130,7 @@ class Futures:
     def _run(self) -> None:
         pending: dict[int, TaskFuture] = {}
         client = self._incoming[0][0].client
-        group = Group(client, self._incoming[0][2], True, Deadline(None))
+        group = self._group(client, self._incoming[0][2])
         try:
             while not self._stop.is_set():
                 with self.watch.changed:
@@ -132,13 +146,18 @@ class Futures:
                     log.debug("the futures watcher failed: %r", exc)
                     self._fail_all(pending, exc)
                     group.close()
-                    group = Group(client, group.settings, True, Deadline(None))
+                    group = self._group(client, group.settings)
                     continue
                 for member in done:
                     _resolve(pending.pop(member.index), member.final, member.error)
         finally:
             group.close()
             self._fail_all(pending, TransportError("The client was closed before the task finished"))
+
+    def _group(self, client: Client, settings: WaitSettings) -> Group:
+        group = Group(client, settings, True, Deadline(None))
+        group.offload = self.inputs.run
+        return group
 
     def _add(
         self,
@@ -174,11 +193,13 @@ class Futures:
         with self.watch.changed:
             self._stop.set()
             self.watch.changed.notify_all()
+        self.inputs.close()
 
     def join(self) -> None:
-        """Join the watcher thread."""
+        """Join the watcher thread and the input workers."""
         if self._thread is not None:
             join_all([self._thread], CLOSE_TIMEOUT)
+        self.inputs.join(CLOSE_TIMEOUT)
 
 
 def _resolve(future: TaskFuture, final: Status | None, error: BaseException | None) -> None:

@@ -66,13 +66,14 @@ def settings_of(options: Mapping[str, Any], caller: str) -> tuple[WaitSettings, 
 class _Member:
     """One task of a group."""
 
-    __slots__ = ("due", "error", "existed", "failures", "final", "index", "made", "traced", "wait")
+    __slots__ = ("driving", "due", "error", "existed", "failures", "final", "index", "made", "traced", "wait")
 
     def __init__(self, index: int, wait: TaskWait, existed: bool) -> None:
         self.index = index
         self.wait = wait
         self.traced = False  # its wait's span was started here, and is still to end
         self.made = False  # its wait was made here (not adopted): its lease is freed here
+        self.driving = False  # its 2025-era input is being answered on a worker (see Group.offload)
         self.due = 0.0
         self.final: Status | None = None
         self.error: McpError | None = None
@@ -117,6 +118,9 @@ class Group:
         self._open = 0
         self._exits = ExitStack()
         self._made: list[_Member] = []  # the members whose waits this group made (not adopted)
+        self.offload: Callable[[Callable[[], None]], None] | None = None
+        """Where a 2025-era task's input is answered, when not in the group's thread (futures)."""
+        self._driven: dict[int, Status | BaseException] = {}  # what the offloaded input ended with
 
     def add(
         self, tasks: Iterable[str | Status], settings: WaitSettings | None = None, listen: bool | None = None
@@ -204,9 +208,15 @@ class Group:
                 return []
             with self.watch.changed:
                 news = self.inbox.take()
+                driven, self._driven = self._driven, {}
+            for index, after in driven.items():
+                member = self.members[index]
+                member.driving = False
+                if member.final is None and member.error is None:
+                    self._take(member, after)
             for task_id, status in news.items():
                 for member in self._by_id.get(task_id, ()):
-                    if member.final is None and member.error is None:
+                    if member.final is None and member.error is None and not member.driving:
                         if status is READ:
                             self._schedule(member, 0.0)
                         else:
@@ -215,7 +225,7 @@ class Group:
             while self._due and self._due[0][0] <= now:
                 due, _, index = heapq.heappop(self._due)
                 member = self.members[index]
-                if member.due == due and member.final is None and member.error is None:
+                if member.due == due and member.final is None and member.error is None and not member.driving:
                     self._take(member, None)
             if self._done:
                 break
@@ -227,7 +237,7 @@ class Group:
             with self.watch.changed:
                 if interrupted is not None and interrupted():
                     return []
-                if not self.inbox.news:
+                if not self.inbox.news and not self._driven:
                     wait_condition(self.watch.changed, wake)
         done, self._done = self._done, []
         return done
@@ -246,11 +256,22 @@ class Group:
 
     # -- one task -----------------------------------------------------------------------------
 
-    def _take(self, member: _Member, given: Status | None) -> None:
-        """Observe `given`, or read `member` and observe that; a timeout becomes the group's."""
+    def _take(self, member: _Member, given: Status | BaseException | None) -> None:
+        """Observe `given`, or read `member` and observe that; a timeout becomes the group's.
+        `given` an exception: the member's offloaded input failed with it.
+        """
         try:
             with member.wait.trace.within():  # its requests are its span's children
-                status = member.wait.read() if given is None else given
+                if isinstance(given, BaseException):
+                    raise given
+                if given is None and self.offload is not None:
+                    status = member.wait.read_only()
+                    if member.wait.needs_drive(status):
+                        member.existed = True
+                        self._hand_over(member, status, self.offload)
+                        return
+                else:
+                    status = member.wait.read() if given is None else given
                 member.existed = True
                 final = member.wait.observe(status)
         except TaskTimeout:
@@ -278,6 +299,26 @@ class Group:
             just_answered = member.wait.just_answered  # read soon after input was sent
             interval = member.wait.poll_interval(status)
             self._schedule(member, interval if just_answered else delay(interval, streamed=streamed, failures=0))
+
+    def _hand_over(self, member: _Member, status: Status, offload: Callable[[Callable[[], None]], None]) -> None:
+        """Answer a 2025-era task's input on `offload`'s thread: the group goes on meanwhile,
+        and takes the status the input ends with (or its error) as news.
+        """
+        wait = member.wait
+
+        def drive() -> None:
+            after: Status | BaseException
+            try:
+                with wait.trace.within():
+                    after = wait.drive(status)
+            except Exception as exc:  # reaches the group's thread
+                after = exc
+            with self.watch.changed:
+                self._driven[member.index] = after
+                self.watch.changed.notify_all()
+
+        offload(drive)
+        member.driving = True
 
     def _interval(self, member: _Member) -> float:
         last = member.wait.last
