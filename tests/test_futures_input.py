@@ -82,3 +82,23 @@ def test_workers_are_bounded_and_run_every_job_in_order_of_arrival() -> None:
     with pytest.raises(mt.TransportError):
         workers.run(job(9))
     assert INPUT_WORKERS >= 1
+
+
+@pytest.mark.parametrize("transport", LEGACY_TRANSPORTS)
+def test_an_input_that_fails_fails_its_own_future_only(
+    servers: Callable[..., Legacy],  # noqa: F811
+    transport: str,
+) -> None:
+    legacy = servers(transport)
+    client = legacy.client(timeout=10)
+
+    def refuse(status: mt.Status) -> dict[str, Any]:
+        raise ValueError("nobody may answer this")
+
+    held = mt.submit(client, "hold")
+    asking = mt.submit(client, "ask_task", input=refuse)
+    with pytest.raises(ValueError, match="nobody may answer"):
+        asking.result(timeout=30)
+    assert not held.done()  # still followed
+    client.call_tool("release")
+    assert text(held.result(timeout=30)) == "held done"

@@ -157,6 +157,7 @@ class Futures:
     def _group(self, client: Client, settings: WaitSettings) -> Group:
         group = Group(client, settings, True, Deadline(None))
         group.offload = self.inputs.run
+        group.isolate = True  # one future's failed read or input fails that future only
         return group
 
     def _add(

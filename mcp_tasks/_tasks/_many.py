@@ -76,7 +76,7 @@ class _Member:
         self.driving = False  # its 2025-era input is being answered on a worker (see Group.offload)
         self.due = 0.0
         self.final: Status | None = None
-        self.error: McpError | None = None
+        self.error: Exception | None = None
         self.existed = existed  # the server has shown this task: -32602 now means it forgot it
         self.failures = 0
 
@@ -118,6 +118,8 @@ class Group:
         self._open = 0
         self._exits = ExitStack()
         self._made: list[_Member] = []  # the members whose waits this group made (not adopted)
+        self.isolate = False
+        """True: a task whose read or input fails ends with that error alone (futures), not the group."""
         self.offload: Callable[[Callable[[], None]], None] | None = None
         """Where a 2025-era task's input is answered, when not in the group's thread (futures)."""
         self._driven: dict[int, Status | BaseException] = {}  # what the offloaded input ended with
@@ -286,9 +288,18 @@ class Group:
                 member.failures += 1  # the transport already retried: back off, then read again
                 self._schedule(member, delay(self._interval(member), streamed=False, failures=member.failures))
                 return
+            if self.isolate:
+                self._fail(member, exc)
+                return
             self._end_trace(member, exc)
             raise
-        except BaseException as exc:  # an input handler that failed, an interrupt
+        except Exception as exc:  # an input handler that failed
+            if self.isolate:
+                self._fail(member, exc)
+                return
+            self._end_trace(member, exc)
+            raise
+        except BaseException as exc:  # an interrupt
             self._end_trace(member, exc)
             raise
         member.failures = 0
@@ -335,7 +346,7 @@ class Group:
         self._end_trace(member, None)
         self._close_member(member)
 
-    def _fail(self, member: _Member, error: McpError) -> None:
+    def _fail(self, member: _Member, error: Exception) -> None:
         member.error = error
         self._end_trace(member, error)
         self._close_member(member)
