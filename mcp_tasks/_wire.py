@@ -98,7 +98,7 @@ _BASE64_SUFFIX = "?="
 def dumps(message: Any) -> bytes:
     """Compact UTF-8 JSON; NaN and infinities are refused, since JSON has no such numbers."""
     try:
-        return json.dumps(message, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+        return _ENCODER.encode(message).encode()
     except (TypeError, ValueError) as exc:
         raise ValueError(f"message is not JSON-serializable: {exc}") from exc
 
@@ -131,7 +131,9 @@ def loads(data: bytes | str) -> Any:
     if _nesting(data) > MAX_JSON_DEPTH:
         raise ValueError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
     try:
-        value = json.loads(data, parse_constant=_no_constant, parse_float=_finite)
+        # json.loads with hooks makes a decoder per call: one, made once, does the same work.
+        text = data if isinstance(data, str) else data.decode(json.detect_encoding(data), "surrogatepass")
+        value = _DECODER.decode(text)
     except RecursionError:
         raise ValueError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
     suspect = _SURROGATE_BYTES.search(data) if isinstance(data, bytes) else _SURROGATE_TEXT.search(data)
@@ -152,6 +154,10 @@ def _finite(text: str) -> float:
     if not math.isfinite(value):
         raise ValueError(f"JSON number {text[:20]} is out of range")
     return value
+
+
+_ENCODER: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+_DECODER: Final = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite)
 
 
 def _nesting(data: bytes | str) -> int:

@@ -120,6 +120,28 @@ def test_a_listen_stream_asks_for_identity() -> None:
     assert listens[0].headers["accept-encoding"] == "identity"
 
 
+def test_each_header_goes_once_and_a_messages_own_replace_the_clients() -> None:
+    """The plain path keeps the head it writes before a message's own headers: those (the
+    2026-07-28 ones, ``Accept-Encoding`` on a listen stream) replace a header of the same name,
+    whatever its case, and no header goes twice, on every request of a connection.
+    """
+    server = TaskServer(None, 0.0)
+    headers = {"mcp-method": "not-this", "X-Trace": "abc", "accept-encoding": "br"}
+    with ForeignServer(server) as http, mt.Client.http(http.url, headers=headers) as client:
+        mt.call_and_await(client, "work", listen=True, timeout=30)
+        mt.call_and_await(client, "work", timeout=30)
+    assert len(http.seen) >= 4
+    for request in http.seen:
+        assert sorted(request.names) == sorted(set(request.names)), request.names
+        assert request.headers["mcp-method"] == request.rpc_method
+        assert request.headers["x-trace"] == "abc"
+        assert request.headers["content-length"] == str(len(request.body))
+    listens = [r for r in http.seen if r.rpc_method == "subscriptions/listen"]
+    assert listens and all(r.headers["accept-encoding"] == "identity" for r in listens)
+    others = [r for r in http.seen if r.rpc_method != "subscriptions/listen"]
+    assert all(r.headers["accept-encoding"] == "br" for r in others)
+
+
 def test_sse_priming_events_are_skipped() -> None:
     def handler(request: Request, conn: Conn) -> None:
         conn.sse_head()

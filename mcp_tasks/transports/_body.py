@@ -97,6 +97,8 @@ class Response:
                     raise TransportError(f"the response from {self.where} ended {left} bytes early", retryable=True)
                 return inflate.flush() if inflate is not None else b""
             if inflate is None:
+                if self._fp.length == 0:
+                    self.ended = True  # the whole Content-Length came: no read left to make
                 return data
             data = self._inflated(data)
             if data:

@@ -42,12 +42,15 @@ class DirectPool:
         verify: bool | str = True,
         cert: str | tuple[str, str] | None = None,
         max_idle: int = 4096,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         self._host = host
         self._port = port or (443 if scheme == "https" else 80)
         shown = f"[{host}]" if ":" in host else host
         default = self._port == (443 if scheme == "https" else 80)
         self._host_header = shown if default else f"{shown}:{self._port}"
+        self._base = dict(headers or {})
+        self._heads: dict[tuple[str, tuple[str, ...]], str] = {}
         self._context = _tls_context(verify, cert) if scheme == "https" else None
         self._idle: list[socket.socket] = []
         self._lock = threading.Lock()
@@ -57,15 +60,19 @@ class DirectPool:
     def post(
         self, path: str, body: bytes, headers: Mapping[str, str], timeout: float | None
     ) -> tuple[http.client.HTTPResponse, socket.socket]:
-        """Send one POST; the response (status and headers read, body not) and its socket, which
-        the caller hands back to `release`. A header value with a line break is a ValueError.
+        """Send one POST with the pool's `headers` and the request's own (which replace any of
+        the pool's of the same name); the response (status and headers read, body not) and its
+        socket, which the caller hands back to `release`. A header with a line break is a
+        ValueError.
         """
-        lines = [f"POST {path} HTTP/1.1", f"Host: {self._host_header}"]
-        lines.extend(f"{name}: {value}" for name, value in headers.items())
-        lines.append(f"Content-Length: {len(body)}\r\n\r\n")
-        head = "\r\n".join(lines)
-        if head.count("\n") != len(lines) + 1 or head.count("\r") != len(lines) + 1:
+        names = tuple(headers)
+        start = self._heads.get((path, names))
+        if start is None:
+            start = self._start(path, names)
+        own = "".join([f"{name}: {value}\r\n" for name, value in headers.items()])
+        if own.count("\n") != len(names) or own.count("\r") != len(names):
             raise ValueError("an HTTP header value must not contain a line break")
+        head = f"{start}{own}Content-Length: {len(body)}\r\n\r\n"
         sock = self._take(timeout)
         response = None
         try:
@@ -78,6 +85,20 @@ class DirectPool:
                 response.close()  # its reader holds the socket open
             sock.close()
             raise
+
+    def _start(self, path: str, names: tuple[str, ...]) -> str:
+        """The request line, Host and the pool's headers that `names` do not replace (made once
+        per path and set of names: a poll sends the same ones every time).
+        """
+        replaced = {name.lower() for name in names}
+        lines = [f"POST {path} HTTP/1.1\r\nHost: {self._host_header}\r\n"]
+        lines.extend(f"{name}: {value}\r\n" for name, value in self._base.items() if name.lower() not in replaced)
+        start = "".join(lines)
+        if start.count("\n") != len(lines) + 1 or start.count("\r") != len(lines) + 1:
+            raise ValueError("an HTTP header value must not contain a line break")
+        if len(self._heads) < _MAX_HEADS:
+            self._heads[(path, names)] = start  # a plain dict: a racing thread makes the same string
+        return start
 
     def release(self, sock: socket.socket, keep: bool) -> None:
         """Take a connection back: kept for the next request, or closed."""
@@ -121,6 +142,10 @@ class DirectPool:
         except BaseException:
             sock.close()
             raise
+
+
+_MAX_HEADS = 64
+"""Request heads kept (one per path and set of per-request header names: a handful in practice)."""
 
 
 def _readable(sock: socket.socket) -> bool:

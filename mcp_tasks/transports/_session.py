@@ -320,7 +320,18 @@ class Awaited:
         self._cut: Callable[[], None] | None = None
         self._answer: dict[str, Any] | None = None
         self._aborted = False
-        self.settled = threading.Event()
+        self._settled = False
+        self._event: threading.Event | None = None  # made only for whoever waits (rare: a resumption)
+
+    @property
+    def settled(self) -> threading.Event:
+        """Set once the answer came another way or the transport closed (to wait on)."""
+        with self._lock:
+            if self._event is None:
+                self._event = threading.Event()
+                if self._settled:
+                    self._event.set()
+            return self._event
 
     def reading(self, cut: Callable[[], None] | None) -> None:
         """`cut` wakes the read now under way (None: no read now). Once this returns with None,
@@ -328,7 +339,7 @@ class Awaited:
         """
         with self._lock:
             self._cut = cut
-            if cut is not None and self.settled.is_set():
+            if cut is not None and self._settled:
                 cut()
 
     def answered(self, message: dict[str, Any]) -> bool:
@@ -341,10 +352,12 @@ class Awaited:
 
     def _settle(self, message: dict[str, Any] | None) -> bool:
         with self._lock:
-            if self.settled.is_set():
+            if self._settled:
                 return False
             self._answer, self._aborted = message, message is None
-            self.settled.set()
+            self._settled = True
+            if self._event is not None:
+                self._event.set()
             if self._cut is not None:
                 self._cut()  # under the lock: see `reading`
         return True

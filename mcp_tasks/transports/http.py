@@ -230,6 +230,7 @@ class HttpTransport(Transport):
             verify=settings["verify"],
             cert=settings["cert"],
             max_idle=pool_size or AUTO_POOL_SIZE,
+            headers=self._plain_headers,
         )
 
     def _via(self) -> requests.Session:
@@ -513,8 +514,11 @@ class HttpTransport(Transport):
             watch.close()
 
     def _headers(self, message: Message, listen: bool, extra: Mapping[str, str] | None) -> dict[str, str]:
-        """The message's own headers (the session's are added by whichever path sends it)."""
-        headers = dict(self._fixed)
+        """The message's own headers, over the fixed ones (``Content-Type``, ``Accept``, the
+        client's `headers`), which each path adds itself (the plain path has them in its
+        pool's request head), as it adds the session's.
+        """
+        headers: dict[str, str] = {}
         method = message.get("method")
         if self._legacy.active or method == "initialize":
             # A handshake session: its own headers, none of the 2026-07-28 ones.
@@ -527,7 +531,6 @@ class HttpTransport(Transport):
         meta = params.get("_meta")
         version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
         headers["MCP-Protocol-Version"] = version if isinstance(version, str) else PROTOCOL_VERSION
-        method = message.get("method")
         if isinstance(method, str):
             headers["Mcp-Method"] = encode_header_value(method)
             name = mcp_name(method, params)
@@ -567,7 +570,7 @@ class HttpTransport(Transport):
             if plain:
                 response = self._post_direct(body, headers, step, watch)
             else:
-                response = self._post_through_session(body, headers, deadline, watch)
+                response = self._post_through_session(body, {**self._fixed, **headers}, deadline, watch)
         except (requests.RequestException, urllib3.exceptions.HTTPError, http.client.HTTPException, OSError) as exc:
             raise failure(exc, deadline, self._where, watch) from exc
         finally:
@@ -593,9 +596,9 @@ class HttpTransport(Transport):
     def _post_direct(self, body: bytes, headers: dict[str, str], step: float | None, watch: Watch) -> Response:
         """POST straight to a kept connection (see `_plain` and `transports._direct`)."""
         assert self._pool is not None
-        fp, conn = self._pool.post(self._path, body, {**self._plain_headers, **headers}, step)
+        fp, conn = self._pool.post(self._path, body, headers, step)
         if "set-cookie" in fp.headers:
-            self._keep_cookies(headers, body, fp)
+            self._keep_cookies({**self._fixed, **headers}, body, fp)
         return Response(fp, self._where, watch, functools.partial(self._pool.release, conn))
 
     def _post_through_session(self, body: bytes, headers: dict[str, str], deadline: Deadline, watch: Watch) -> Response:

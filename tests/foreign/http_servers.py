@@ -26,10 +26,13 @@ ENVELOPE_VERSION = "2026-07-28"
 class Request:
     """One request as it arrived: method line, headers (lower-case names), body."""
 
-    def __init__(self, method: str, path: str, headers: dict[str, str], body: bytes, number: int) -> None:
+    def __init__(
+        self, method: str, path: str, headers: dict[str, str], body: bytes, number: int, names: list[str] | None = None
+    ) -> None:
         self.method = method
         self.path = path
         self.headers = headers
+        self.names = names or list(headers)  # every header name as sent (lower-case), repeats included
         self.body = body
         self.number = number  # 1 for the first request on its connection
         try:
@@ -238,11 +241,13 @@ class ForeignServer:
                     return
                 method, path, _ = line.decode().split(" ", 2)
                 headers: dict[str, str] = {}
+                names: list[str] = []
                 while (header := reader.readline()) not in (b"\r\n", b"\n", b""):
                     name, _, value = header.decode().partition(":")
                     headers[name.strip().lower()] = value.strip()
+                    names.append(name.strip().lower())
                 body = reader.read(int(headers.get("content-length", "0")))
-                request = Request(method, path, headers, body, number + 1)
+                request = Request(method, path, headers, body, number + 1, names)
                 if request.rpc_method == "server/discover":  # the client's era probe: a 2026-07-28 server
                     conn.json(result(request, {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}))
                     continue  # not numbered: handlers see the requests after it
