@@ -10,9 +10,10 @@ waited on, by any thread, and the news they bring to the waits (a channel attach
   open, else merged with the open ones into one stream (opened before the old ones close, so no
   notification falls between). A server's cap on ids per stream is learnt from its -32602 (the
   chunk is halved); ids beyond `MAX_STREAMS` streams, ids the acknowledgement leaves out, and ids
-  whose stream dropped `MAX_REOPENS` times are polled by their waits. Each stream costs two
-  threads (its reader, and one that forwards its events here), so the library runs at most
-  ``1 + 2 * (MAX_STREAMS + 1)`` threads for all the client's waits, whatever their number.
+  whose stream dropped `MAX_REOPENS` times are polled by their waits. Each stream costs one
+  thread, its reader (``mcp_tasks-listen-<id>``), which turns its events into news here; so the
+  watch runs at most ``1 + MAX_STREAMS + 1`` threads (the manager, and the readers while a merged
+  stream replaces the old one) for all the client's waits, whatever their number.
 - On a 2025-11-25 session the status notifications the session pushes unasked are cues.
 """
 
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from mcp_tasks._clock import Deadline
 from mcp_tasks._errors import INVALID_PARAMS, METHOD_NOT_FOUND, McpError
 from mcp_tasks._status import Status
-from mcp_tasks._subscription import Closed, Dropped, Notification, Subscription
+from mcp_tasks._subscription import Closed, Dropped, Event, Subscription
 from mcp_tasks._tasks._protocol import decode, protocol_of
 from mcp_tasks._tasks._side import TaskSide, side_of
 from mcp_tasks._threads import join_all, start_thread
@@ -42,7 +43,7 @@ log = logging.getLogger("mcp_tasks")
 READ = None
 """The cue to read a task once (a notification without the full status, lost events, a new stream)."""
 TASK_NOTIFICATIONS = frozenset({"notifications/tasks", "notifications/tasks/status"})
-MAX_STREAMS = 2
+MAX_STREAMS = 1
 MAX_REOPENS = 3
 MAX_OPEN_FAILURES = 3
 GATHER = 0.02
@@ -67,14 +68,14 @@ class Inbox:
 
 
 class _Stream:
-    """One open listen stream and the thread that forwards its events to the watch."""
+    """One listen stream: its ids, and the events its reader brought before the watch took it on."""
 
-    def __init__(self, watch: Watch, subscription: Subscription, ids: set[str]) -> None:
-        self.subscription = subscription
-        self.ids = ids
+    def __init__(self) -> None:
+        self.subscription: Subscription | None = None  # set once acknowledged and taken on
+        self.ids: set[str] = set()
         self.live = 0  # how many of its ids are wanted and followed on it
         self.closing = False
-        self.thread = start_thread(f"watch-{subscription.id}", lambda: watch.forward(self))
+        self.early: list[Event] = []  # events that came between its acknowledgement and then
 
 
 class Watch:
@@ -138,6 +139,11 @@ class Watch:
                             self._retire(stream)  # narrowed to nothing: the manager closes it
             self.changed.notify_all()
 
+    def placed(self) -> set[str]:
+        """The ids acknowledged on an open stream now."""
+        with self.changed:
+            return set(self._streamed)
+
     def streamed(self, task_id: str) -> bool:
         """Whether a stream acknowledged `task_id` (its wait then reads it rarely)."""
         return task_id in self._streamed
@@ -156,22 +162,28 @@ class Watch:
             with self.changed:
                 self._tell(task_id, READ)  # a 2025-era status never carries the result
 
-    def forward(self, stream: _Stream) -> None:
-        """The forwarding thread of `stream`: its events become news, its end a reopen or polls."""
-        while True:
-            event = stream.subscription.next()
-            if isinstance(event, Closed):
-                break
-            with self.changed:
-                if isinstance(event, Dropped):
-                    for task_id in stream.ids:
-                        self._tell(task_id, READ)
-                elif isinstance(event, Notification) and event.method in TASK_NOTIFICATIONS:
-                    self._notified(event.params, stream)
+    def _event(self, stream: _Stream, event: Event) -> None:
+        """An event of `stream`, in its reader thread (the subscription's worker: no thread of
+        the watch's own): news, or at its end a reopen or polls.
+        """
         with self.changed:
-            if stream.closing:
+            if stream.subscription is None:
+                if not stream.closing:
+                    stream.early.append(event)  # taken on by `_add_stream`, which replays it
                 return
-            self._dropped(stream, event.error)
+            self._take_event(stream, event)
+
+    def _take_event(self, stream: _Stream, event: Event) -> None:
+        """`event` of a stream the watch follows (the lock held)."""
+        if isinstance(event, Closed):
+            if not stream.closing:
+                stream.closing = True
+                self._dropped(stream, event.error)
+        elif isinstance(event, Dropped):
+            for task_id in stream.ids:
+                self._tell(task_id, READ)
+        elif event.method in TASK_NOTIFICATIONS and not stream.closing:
+            self._notified(event.params, stream)
 
     def _notified(self, params: dict[str, Any], stream: _Stream) -> None:
         task_id = params.get("taskId")
@@ -187,6 +199,7 @@ class Watch:
         log.debug("a listen stream of %d tasks ended (%s); reopening or polling", len(stream.ids), error)
         if stream in self._streams:
             self._streams.remove(stream)
+        self._closing.append(stream)  # its reader has ended: the manager closes and joins it
         for task_id in stream.ids:
             if self._streamed.get(task_id) is stream:
                 del self._streamed[task_id]
@@ -239,8 +252,8 @@ class Watch:
     @staticmethod
     def _shut(streams: list[_Stream]) -> None:
         for stream in streams:
-            stream.subscription.close()
-        join_all([s.thread for s in streams], CLOSE_TIMEOUT)
+            if stream.subscription is not None:
+                stream.subscription.close()  # joins its reader (bounded)
 
     def _place(self, batch: set[str], merged: set[str], slots: int, split: bool = True) -> None:
         """Open up to `slots` streams for `batch` (and `merged`, ids already on streams: their
@@ -265,11 +278,16 @@ class Watch:
         try:
             if self._meta is None:
                 self._meta = protocol_of(self.channel, Deadline(OPEN_TIMEOUT)).meta()
-            subscription = self.channel.open_listen({"taskIds": ids}, Deadline(OPEN_TIMEOUT), self._meta)
+            stream = _Stream()
+            subscription = self.channel.open_listen(
+                {"taskIds": ids}, Deadline(OPEN_TIMEOUT), self._meta, sink=lambda event: self._event(stream, event)
+            )
         except McpError as exc:
             return self._open_failed(ids, exc)
         accepted = subscription.accepted.get("taskIds")
         if not isinstance(accepted, list):
+            with self.changed:
+                stream.closing = True
             subscription.close()
             log.debug("the listen acknowledgement has no taskIds: the client's tasks are polled")
             self._no_listen()
@@ -277,15 +295,19 @@ class Watch:
         self.opens += 1
         with self.changed:
             if not self._stop.is_set():
-                self._add_stream(subscription, accepted, ids)
+                self._add_stream(stream, subscription, accepted, ids)
                 return True
+            stream.closing = True
         subscription.close()  # the watch closed while this stream was opening
         return False
 
-    def _add_stream(self, subscription: Subscription, accepted: list[Any], ids: list[str]) -> None:
-        """Start following a new stream (the lock held): cue the ids it took, poll those it left."""
+    def _add_stream(self, stream: _Stream, subscription: Subscription, accepted: list[Any], ids: list[str]) -> None:
+        """Start following a new stream (the lock held): cue the ids it took, poll those it left,
+        then take the events that came meanwhile.
+        """
         asked = set(ids)
-        stream = _Stream(self, subscription, {i for i in accepted if isinstance(i, str) and i in asked})
+        stream.subscription = subscription
+        stream.ids = {i for i in accepted if isinstance(i, str) and i in asked}
         self._streams.append(stream)
         for task_id in ids:
             if task_id not in self._wanted:
@@ -303,6 +325,9 @@ class Watch:
         for old in list(self._streams):
             if old.live <= 0:
                 self._retire(old)  # nothing left on it (merged, or narrowed meanwhile)
+        early, stream.early = stream.early, []
+        for event in early:
+            self._take_event(stream, event)
 
     def _open_failed(self, ids: list[str], exc: McpError) -> bool:
         if exc.code == METHOD_NOT_FOUND:
