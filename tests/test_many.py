@@ -62,6 +62,23 @@ def test_listening_reads_each_task_about_once(harness: Harness) -> None:
     assert 1 <= len(listens) <= 2  # one stream (two if the ids came in two batches), not one per task
 
 
+def test_tasks_finished_before_the_wait_are_caught_up_with_one_read_each(harness: Harness) -> None:
+    """The stream cannot tell of what happened before it opened: each task is read once, by its
+    wait or by the watch's manager helping it (never both), and `on_status` still runs in the
+    caller's thread."""
+    client = harness.client(server={"poll_interval": 600})
+    tasks = start(client, 40)
+    release(client)
+    eventually(lambda: all(mt.get_task(client, t).terminal for t in tasks), timeout=30, message="all done")
+    before = len(client.call_tool("stats", {"method": "tasks/get"})["structuredContent"]["times"])
+    threads: set[str] = set()
+    statuses = mt.wait_all(client, tasks, timeout=30, on_status=lambda _: threads.add(threading.current_thread().name))
+    assert [mt.outcome(s)["structuredContent"]["label"] for s in statuses] == [str(i) for i in range(40)]
+    gets = client.call_tool("stats", {"method": "tasks/get"})["structuredContent"]["times"]
+    assert len(gets) - before == 40
+    assert threads == {threading.current_thread().name}
+
+
 def test_as_completed_yields_in_finishing_order(harness: Harness) -> None:
     client = harness.client(server={"poll_interval": 0.05})
     tasks = [start(client, 1, gate=f"g{i}")[0] for i in range(3)]

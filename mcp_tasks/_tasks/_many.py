@@ -238,6 +238,9 @@ class Group:
 
     def _take(self, member: _Member, given: Status | None) -> None:
         """Observe `given`, or read `member` and observe that; a timeout becomes the group's."""
+        if given is None and not self.watch.claim(member.task_id):
+            self._schedule(member, self._interval(member))  # the watch reads it: news comes
+            return
         try:
             status = member.wait.read() if given is None else given
             member.existed = True

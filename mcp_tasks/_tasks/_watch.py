@@ -4,7 +4,10 @@ waited on, by any thread, and the news they bring to the waits (a channel attach
 - Waits `want()` task ids into an `Inbox` and take news out of it in their own thread: a full
   Status (a notification that carries what the status needs) or a cue (`READ`: read the task once).
   A task placed on a stream, or given up to polling, is cued once: its wait reads it then (not
-  before: one read per task when the stream brings the rest).
+  before: one read per task when the stream brings the rest). The manager helps with the reads
+  a new stream calls for (`claim`): it reads from the last cued back while the waits read from
+  the first on, so that 10,000 tasks made first and then waited on are caught up with two reads
+  in flight.
 - On a 2026-07-28 connection one manager thread (``mcp_tasks-watch``) opens the streams: new ids
   are gathered for a moment and placed on a stream of their own while fewer than `MAX_STREAMS` are
   open, else merged with the open ones into one stream (opened before the old ones close, so no
@@ -29,7 +32,7 @@ from mcp_tasks._clock import Deadline
 from mcp_tasks._errors import INVALID_PARAMS, METHOD_NOT_FOUND, McpError
 from mcp_tasks._status import Status
 from mcp_tasks._subscription import Closed, Dropped, Event, Subscription
-from mcp_tasks._tasks._protocol import decode, protocol_of
+from mcp_tasks._tasks._protocol import TaskProtocol, decode, protocol_of
 from mcp_tasks._tasks._side import TaskSide, side_of
 from mcp_tasks._threads import join_all, start_thread
 
@@ -98,6 +101,12 @@ class Watch:
         self._stop = threading.Event()
         self._manager: threading.Thread | None = None
         self._meta: Any = None
+        self._protocol: TaskProtocol | None = None
+        self._catching: set[str] = set()  # ids a new stream took, not yet read since
+        self._catch: list[str] = []  # the same, in the order they came (the manager takes the last)
+        self._reading: str | None = None  # the id the manager is reading for a catch-up
+        self._caught: set[str] = set()  # ids it read (or reads), whose waits need not
+        self._overtaken = False  # news of it came on its stream meanwhile
         self._context: contextvars.Context | None = None
         side.listeners.append(self._session_notification)
 
@@ -132,12 +141,25 @@ class Watch:
                     self._unplaced.discard(task_id)
                     self._polled.discard(task_id)
                     self._drops.pop(task_id, None)
+                    self._catching.discard(task_id)
+                    self._caught.discard(task_id)
                     stream = self._streamed.pop(task_id, None)
                     if stream is not None:
                         stream.live -= 1
                         if stream.live <= 0 and stream in self._streams:
                             self._retire(stream)  # narrowed to nothing: the manager closes it
             self.changed.notify_all()
+
+    def claim(self, task_id: str) -> bool:
+        """Whether a wait should read `task_id` now: False while the manager reads it to catch up
+        (its status comes as news). A wait that reads it first spares the manager that read.
+        """
+        with self.changed:
+            self._catching.discard(task_id)
+            if task_id in self._caught:
+                self._caught.discard(task_id)
+                return False
+            return True
 
     def placed(self) -> set[str]:
         """The ids acknowledged on an open stream now."""
@@ -189,6 +211,8 @@ class Watch:
         task_id = params.get("taskId")
         if not isinstance(task_id, str) or task_id not in stream.ids:
             return
+        if task_id == self._reading:
+            self._overtaken = True  # this news is at least as fresh as the catch-up read
         try:
             status = decode(params, "modern", task_id)
         except McpError:
@@ -218,11 +242,12 @@ class Watch:
         while not self._stop.is_set():
             with self.changed:
                 closing, self._closing = self._closing, []
-                if not closing and not self._unplaced:
+                if not closing and not self._unplaced and not self._catch:
                     self.changed.wait()
                     continue
             self._shut(closing)
             if not self._unplaced:
+                self._catch_up()
                 continue
             self._stop.wait(GATHER if len(self._streams) < MAX_STREAMS else MERGE_GATHER)
             with self.changed:
@@ -240,6 +265,37 @@ class Watch:
                 run(self._place, batch, merged, 1, False)
             else:
                 self._place(batch, set(), 0)  # no room: polled
+
+    def _catch_up(self) -> None:
+        """Read tasks a new stream took, from the last cued back, while their waits read them from
+        the first on (`claim`): two reads in flight instead of one, and no thread more. Returns
+        as soon as streams are to be opened or closed.
+        """
+        while not self._stop.is_set() and self._protocol is not None:
+            with self.changed:
+                if self._unplaced or self._closing:
+                    return
+                task_id = None
+                while self._catch and task_id is None:
+                    candidate = self._catch.pop()
+                    if candidate in self._catching:
+                        self._catching.discard(candidate)
+                        task_id = candidate
+                if task_id is None:
+                    return
+                self._reading, self._overtaken = task_id, False
+                self._caught.add(task_id)
+            status: Status | None
+            try:
+                status = self._protocol.read(task_id, Deadline(OPEN_TIMEOUT), self._meta)
+            except McpError:
+                status = READ  # its wait reads it, and hears why it failed
+            with self.changed:
+                self._reading = None
+                if status is READ or self._overtaken:
+                    self._caught.discard(task_id)  # its wait reads it if its news says so
+                if not self._overtaken:
+                    self._tell(task_id, status)
 
     def _retire(self, stream: _Stream) -> None:
         stream.closing = True
@@ -276,8 +332,9 @@ class Watch:
 
     def _open(self, ids: list[str]) -> bool:
         try:
-            if self._meta is None:
-                self._meta = protocol_of(self.channel, Deadline(OPEN_TIMEOUT)).meta()
+            if self._protocol is None:
+                self._protocol = protocol_of(self.channel, Deadline(OPEN_TIMEOUT))
+                self._meta = self._protocol.meta()
             stream = _Stream()
             subscription = self.channel.open_listen(
                 {"taskIds": ids}, Deadline(OPEN_TIMEOUT), self._meta, sink=lambda event: self._event(stream, event)
@@ -318,6 +375,8 @@ class Watch:
                 stream.live += 1
                 if was is None:
                     self._tell(task_id, READ)  # catch up on what came before the stream
+                    self._catching.add(task_id)  # (its wait, or the manager, reads it)
+                    self._catch.append(task_id)
                 else:
                     was.live -= 1  # merged into the new stream
             elif task_id not in self._streamed:
