@@ -47,6 +47,9 @@ READ = None
 """The cue to read a task once (a notification without the full status, lost events, a new stream)."""
 TASK_NOTIFICATIONS = frozenset({"notifications/tasks", "notifications/tasks/status"})
 MAX_STREAMS = 1
+"""One stream, widened by reopening: with the futures watcher the library's threads stay at most 4
+(a server that caps ids per stream has the rest polled: each costs a tasks/get per poll interval).
+"""
 MAX_REOPENS = 3
 MAX_OPEN_FAILURES = 3
 GATHER = 0.02
