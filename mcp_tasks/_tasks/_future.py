@@ -18,10 +18,13 @@ from mcp_tasks._errors import InputRequired, McpError, TaskCancelled, TaskFailed
 from mcp_tasks._options import UNSET
 from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status
+from mcp_tasks._store._protocol import TaskStore
 from mcp_tasks._tasks._helpers import call_tool, cancel_task, outcome
 from mcp_tasks._tasks._many import Group, settings_of
 from mcp_tasks._tasks._options import InputOption, OnStatus, WaitSettings
+from mcp_tasks._tasks._record import record_created, store_of
 from mcp_tasks._tasks._watch import Watch, watch_of
+from mcp_tasks._tasks._workers import Workers
 from mcp_tasks._threads import join_all, start_thread
 
 if TYPE_CHECKING:
@@ -35,12 +38,16 @@ __all__ = ["SubmitOptions", "TaskFuture", "submit"]
 log = logging.getLogger("mcp_tasks")
 
 CLOSE_TIMEOUT = 5.0
+INPUT_WORKERS = 4
+"""Threads that answer 2025-era tasks' input for futures at once (see `Futures`)."""
 
 
 class SubmitOptions(TypedDict, total=False):
     """The options of `submit`: `timeout` and `meta` of the ``tools/call``; the others those of
     `wait_task` for the wait that resolves the future (which has no deadline of its own: give
     ``future.result(timeout=...)`` one). `on_status` and `input` run in the watcher thread.
+    `store` (the client's when left out) records the statuses and keeps the answers' ledger and
+    the task's lease, as for `wait_task`.
     """
 
     timeout: float | None
@@ -51,6 +58,7 @@ class SubmitOptions(TypedDict, total=False):
     listen: bool | None
     input: InputOption
     on_status: OnStatus | None
+    store: TaskStore | None
 
 
 class TaskFuture(concurrent.futures.Future[dict[str, Any]]):
@@ -89,11 +97,22 @@ class TaskFuture(concurrent.futures.Future[dict[str, Any]]):
 
 
 class Futures:
-    """The client's watcher of futures (a channel attachment)."""
+    """The client's watcher of futures (a channel attachment).
+
+    A 2025-era task that needs input is moved along by a ``tasks/result`` that lasts while a
+    person answers the server's requests. The watcher does not do that itself, or every other
+    future would wait on that person: it hands it to a worker of a bounded pool (`INPUT_WORKERS`
+    threads ``mcp_tasks-futures-input-<n>``, started on the first such input), and takes the
+    status it ends with as news. A worker rather than the thread that awaits the future: a future
+    may have no such thread (callbacks, ``concurrent.futures.wait`` on many, nobody yet), and the
+    input must be answered anyway; the pool keeps the library's threads bounded however many
+    tasks ask at once (beyond it, input waits its turn, and the other futures still resolve).
+    """
 
     def __init__(self, channel: Channel, watch: Watch) -> None:
         self.channel = channel
         self.watch = watch
+        self.inputs = Workers("futures-input", INPUT_WORKERS)
         self._incoming: list[tuple[TaskFuture, Status, WaitSettings, bool]] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -111,13 +130,14 @@ class Futures:
     def _run(self) -> None:
         pending: dict[int, TaskFuture] = {}
         client = self._incoming[0][0].client
-        group = Group(client, self._incoming[0][2], True, Deadline(None))
+        group = self._group(client, self._incoming[0][2])
         try:
             while not self._stop.is_set():
                 with self.watch.changed:
                     incoming, self._incoming = self._incoming, []
                     if not incoming and not group.open and not group.next_done_ready():
-                        self.watch.changed.wait()
+                        if not self._stop.is_set():  # read under the lock: `close` sets it under it
+                            self.watch.changed.wait()
                         continue
                 for future, status, settings, listen in incoming:
                     self._add(group, pending, future, status, settings, listen)
@@ -127,13 +147,19 @@ class Futures:
                     log.debug("the futures watcher failed: %r", exc)
                     self._fail_all(pending, exc)
                     group.close()
-                    group = Group(client, group.settings, True, Deadline(None))
+                    group = self._group(client, group.settings)
                     continue
                 for member in done:
                     _resolve(pending.pop(member.index), member.final, member.error)
         finally:
             group.close()
             self._fail_all(pending, TransportError("The client was closed before the task finished"))
+
+    def _group(self, client: Client, settings: WaitSettings) -> Group:
+        group = Group(client, settings, True, Deadline(None))
+        group.offload = self.inputs.run
+        group.isolate = True  # one future's failed read or input fails that future only
+        return group
 
     def _add(
         self,
@@ -169,11 +195,13 @@ class Futures:
         with self.watch.changed:
             self._stop.set()
             self.watch.changed.notify_all()
+        self.inputs.close()
 
     def join(self) -> None:
-        """Join the watcher thread."""
+        """Join the watcher thread and the input workers."""
         if self._thread is not None:
             join_all([self._thread], CLOSE_TIMEOUT)
+        self.inputs.join(CLOSE_TIMEOUT)
 
 
 def _resolve(future: TaskFuture, final: Status | None, error: BaseException | None) -> None:
@@ -220,6 +248,8 @@ def submit(
         future = TaskFuture(client, None)
         future.set_result(called)
         return future
+    if settings.store is not UNSET and settings.store is not store_of(client):
+        record_created(client, called, name, settings.store)  # a store of this call's own keeps it too
     future = TaskFuture(client, called)
     futures_of(client.channel).watch_future(future, called, settings, listen)
     return future

@@ -15,12 +15,13 @@ from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from mcp_tasks._clock import Deadline, wait_condition
-from mcp_tasks._errors import INVALID_PARAMS, McpError, RequestTimeout, TaskTimeout, TransportError
+from mcp_tasks._errors import INVALID_PARAMS, McpError, RequestTimeout, TaskTimeout
 from mcp_tasks._redact import short_id
 from mcp_tasks._status import Era, Status, TaskState
 from mcp_tasks._store._protocol import TaskStore
 from mcp_tasks._tasks._helpers import cancel_task, task_id_of
 from mcp_tasks._tasks._options import CANCEL_BUDGET, InputOption, OnStatus, WaitSettings
+from mcp_tasks._tasks._record import saved_ref
 from mcp_tasks._tasks._schedule import delay, expired, gone
 from mcp_tasks._tasks._wait import TaskWait
 from mcp_tasks._tasks._watch import READ, Inbox, watch_of
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["Group", "ManyOptions", "as_completed", "wait_all", "wait_any"]
 
 MAX_FAILURES = 5
-"""Reads of one task that may fail in a row (a transport error) before the wait gives up."""
+"""Reads of one task that may time out in a row before the wait gives up."""
 
 
 class ManyOptions(TypedDict, total=False):
@@ -65,14 +66,17 @@ def settings_of(options: Mapping[str, Any], caller: str) -> tuple[WaitSettings, 
 class _Member:
     """One task of a group."""
 
-    __slots__ = ("due", "error", "existed", "failures", "final", "index", "wait")
+    __slots__ = ("driving", "due", "error", "existed", "failures", "final", "index", "made", "traced", "wait")
 
     def __init__(self, index: int, wait: TaskWait, existed: bool) -> None:
         self.index = index
         self.wait = wait
+        self.traced = False  # its wait's span was started here, and is still to end
+        self.made = False  # its wait was made here (not adopted): its lease is freed here
+        self.driving = False  # its 2025-era input is being answered on a worker (see Group.offload)
         self.due = 0.0
         self.final: Status | None = None
-        self.error: McpError | None = None
+        self.error: Exception | None = None
         self.existed = existed  # the server has shown this task: -32602 now means it forgot it
         self.failures = 0
 
@@ -114,6 +118,11 @@ class Group:
         self._open = 0
         self._exits = ExitStack()
         self._made: list[_Member] = []  # the members whose waits this group made (not adopted)
+        self.isolate = False
+        """True: a task whose read or input fails ends with that error alone (futures), not the group."""
+        self.offload: Callable[[Callable[[], None]], None] | None = None
+        """Where a 2025-era task's input is answered, when not in the group's thread (futures)."""
+        self._driven: dict[int, Status | BaseException] = {}  # what the offloaded input ended with
 
     def add(
         self, tasks: Iterable[str | Status], settings: WaitSettings | None = None, listen: bool | None = None
@@ -128,9 +137,15 @@ class Group:
         for task in tasks:
             task_id = task_id_of(task)
             given = task if isinstance(task, Status) else None
-            wait = TaskWait(self.client, task_id, given, settings or self.settings)
+            wait_settings = settings or self.settings
+            saved = saved_ref(self.client, task_id, wait_settings.store, wait_settings.timeout)  # read only when traced
+            trace = self.client.channel.tracing.task(task_id, saved)  # its span, when the client traces
+            wait = TaskWait(self.client, task_id, given, wait_settings, trace)
             wait.deadline = self.deadline
+            wait.recorder.deadline = self.deadline
+            trace.start()
             member = self._member(wait, given is not None)
+            member.traced = member.made = True
             self._made.append(member)
             added.append(member)
             if listen:
@@ -195,9 +210,15 @@ class Group:
                 return []
             with self.watch.changed:
                 news = self.inbox.take()
+                driven, self._driven = self._driven, {}
+            for index, after in driven.items():
+                member = self.members[index]
+                member.driving = False
+                if member.final is None and member.error is None:
+                    self._take(member, after)
             for task_id, status in news.items():
                 for member in self._by_id.get(task_id, ()):
-                    if member.final is None and member.error is None:
+                    if member.final is None and member.error is None and not member.driving:
                         if status is READ:
                             self._schedule(member, 0.0)
                         else:
@@ -206,7 +227,7 @@ class Group:
             while self._due and self._due[0][0] <= now:
                 due, _, index = heapq.heappop(self._due)
                 member = self.members[index]
-                if member.due == due and member.final is None and member.error is None:
+                if member.due == due and member.final is None and member.error is None and not member.driving:
                     self._take(member, None)
             if self._done:
                 break
@@ -218,7 +239,7 @@ class Group:
             with self.watch.changed:
                 if interrupted is not None and interrupted():
                     return []
-                if not self.inbox.news:
+                if not self.inbox.news and not self._driven:
                     wait_condition(self.watch.changed, wake)
         done, self._done = self._done, []
         return done
@@ -231,20 +252,33 @@ class Group:
         self.watch.drop(self.inbox, ids)
         self._exits.close()
         for member in self._made:
+            self._end_trace(member, None)  # no longer followed (wait_any's others): no outcome
             member.wait.recorder.close()
         self._made.clear()
 
     # -- one task -----------------------------------------------------------------------------
 
-    def _take(self, member: _Member, given: Status | None) -> None:
-        """Observe `given`, or read `member` and observe that; a timeout becomes the group's."""
+    def _take(self, member: _Member, given: Status | BaseException | None) -> None:
+        """Observe `given`, or read `member` and observe that; a timeout becomes the group's.
+        `given` an exception: the member's offloaded input failed with it.
+        """
         if given is None and not self.watch.claim(member.task_id):
             self._schedule(member, self._interval(member))  # the watch reads it: news comes
             return
         try:
-            status = member.wait.read() if given is None else given
-            member.existed = True
-            final = member.wait.observe(status)
+            with member.wait.trace.within():  # its requests are its span's children
+                if isinstance(given, BaseException):
+                    raise given
+                if given is None and self.offload is not None:
+                    status = member.wait.read_only()
+                    if member.wait.needs_drive(status):
+                        member.existed = True
+                        self._hand_over(member, status, self.offload)
+                        return
+                else:
+                    status = member.wait.read() if given is None else given
+                member.existed = True
+                final = member.wait.observe(status)
         except TaskTimeout:
             raise self._timed_out() from None
         except McpError as exc:
@@ -253,10 +287,26 @@ class Group:
                 why = "expired" if last is not None and expired(last) else "forgotten"
                 self._fail(member, gone(member.task_id, why, exc))
                 return
-            if isinstance(exc, (TransportError, RequestTimeout)) and member.failures < MAX_FAILURES:
-                member.failures += 1  # the transport already retried: back off, then read again
+            # A read that timed out (a slow server) is tried again after a backoff. A server that
+            # cannot be reached has had the transport's retries already, the budget a rolling
+            # restart needs (see `Retry`): the wait ends, as a single wait's poll does.
+            if isinstance(exc, RequestTimeout) and member.failures < MAX_FAILURES:
+                member.failures += 1
                 self._schedule(member, delay(self._interval(member), streamed=False, failures=member.failures))
                 return
+            if self.isolate:
+                self._fail(member, exc)
+                return
+            self._end_trace(member, exc)
+            raise
+        except Exception as exc:  # an input handler that failed
+            if self.isolate:
+                self._fail(member, exc)
+                return
+            self._end_trace(member, exc)
+            raise
+        except BaseException as exc:  # an interrupt
+            self._end_trace(member, exc)
             raise
         member.failures = 0
         if final is not None:
@@ -266,6 +316,26 @@ class Group:
             just_answered = member.wait.just_answered  # read soon after input was sent
             interval = member.wait.poll_interval(status)
             self._schedule(member, interval if just_answered else delay(interval, streamed=streamed, failures=0))
+
+    def _hand_over(self, member: _Member, status: Status, offload: Callable[[Callable[[], None]], None]) -> None:
+        """Answer a 2025-era task's input on `offload`'s thread: the group goes on meanwhile,
+        and takes the status the input ends with (or its error) as news.
+        """
+        wait = member.wait
+
+        def drive() -> None:
+            after: Status | BaseException
+            try:
+                with wait.trace.within():
+                    after = wait.drive(status)
+            except Exception as exc:  # reaches the group's thread
+                after = exc
+            with self.watch.changed:
+                self._driven[member.index] = after
+                self.watch.changed.notify_all()
+
+        offload(drive)
+        member.driving = True
 
     def _interval(self, member: _Member) -> float:
         last = member.wait.last
@@ -277,14 +347,27 @@ class Group:
 
     def _finish(self, member: _Member, final: Status) -> None:
         member.final = final
+        if member.traced:
+            member.wait.trace.finish(final)
+        self._end_trace(member, None)
         self._close_member(member)
 
-    def _fail(self, member: _Member, error: McpError) -> None:
+    def _fail(self, member: _Member, error: Exception) -> None:
         member.error = error
+        self._end_trace(member, error)
         self._close_member(member)
+
+    @staticmethod
+    def _end_trace(member: _Member, exc: BaseException | None) -> None:
+        """End the span this group started for `member`'s wait (once; `exc`: what ended it)."""
+        if member.traced:
+            member.traced = False
+            member.wait.trace.end(exc)
 
     def _close_member(self, member: _Member) -> None:
         self._open -= 1
+        if member.made:
+            member.wait.recorder.close()  # its lease is free at once, not when the group closes
         self._done.append(member)
         if all(m.final is not None or m.error is not None for m in self._by_id.get(member.task_id, ())):
             self.watch.drop(self.inbox, [member.task_id])
@@ -295,7 +378,7 @@ class Group:
         first = pending[0] if pending else self.members[0]
         statuses = [m.last() for m in pending]
         if not self.cancel_on_timeout:
-            return TaskTimeout(first.task_id, timeout, first.wait.last, pending=statuses)
+            return self._ended(pending, TaskTimeout(first.task_id, timeout, first.wait.last, pending=statuses))
         budget = Deadline(CANCEL_BUDGET)
         cancelled = True
         for member in pending:
@@ -303,11 +386,19 @@ class Group:
             try:
                 if not left:
                     raise RequestTimeout(CANCEL_BUDGET)
-                cancel_task(self.client, member.task_id, timeout=left)
+                with member.wait.trace.within():
+                    cancel_task(self.client, member.task_id, timeout=left)
             except McpError as exc:
                 cancelled = False
                 log_cancel_failure(member.task_id, exc)
-        return TaskTimeout(first.task_id, timeout, first.wait.last, cancelled=cancelled, pending=statuses)
+        timed_out = TaskTimeout(first.task_id, timeout, first.wait.last, cancelled=cancelled, pending=statuses)
+        return self._ended(pending, timed_out)
+
+    def _ended(self, pending: list[_Member], timed_out: TaskTimeout) -> TaskTimeout:
+        """End the spans of the `pending` waits with the set's `timed_out`; return it."""
+        for member in pending:
+            self._end_trace(member, timed_out)
+        return timed_out
 
 
 def log_cancel_failure(task_id: str, exc: McpError) -> None:

@@ -237,13 +237,27 @@ class _Wait:
     # -- requests bounded by the deadline -----------------------------------------------------
 
     def _get(self) -> Status:
+        status = self._read_once()
+        return self._drive(status) if self._needs_drive(status) else status
+
+    def _read_once(self) -> Status:
+        """Read the task, without moving a 2025-era task that needs input along."""
         if self.protocol.era == "modern":
             return self._bounded(lambda step: self.protocol.read(self.task_id, step, self.meta))
         self.mark = side_of(self.client.channel).board.version(self.task_id)
         try:
-            status = self._bounded(lambda step: self.protocol.read(self.task_id, step, self.meta))
-            if status.status is not TaskState.INPUT_REQUIRED:
-                return status
+            return self._bounded(lambda step: self.protocol.read(self.task_id, step, self.meta))
+        except McpError:
+            return self._stopped_or_raise()
+
+    def _needs_drive(self, status: Status) -> bool:
+        return self.protocol.era == "legacy" and status.status is TaskState.INPUT_REQUIRED
+
+    def _drive(self, status: Status) -> Status:
+        """Move a 2025-era task that needs input along (its input answered as the server asks);
+        the status after.
+        """
+        try:
             # A person may take a while to answer: the drive has the wait's deadline, no request's.
             owner = self._answer_request
             result = self._bounded(lambda _: self.protocol.drive(self.task_id, self.deadline, self.meta, owner))
@@ -251,10 +265,14 @@ class _Wait:
                 return status
             return self._bounded(lambda step: self.protocol.read(self.task_id, step, self.meta, result=result))
         except McpError:
-            stopped = self._check_stopped()  # the read failed because the input was not answered
-            if stopped is None:
-                raise
-            return stopped
+            return self._stopped_or_raise()
+
+    def _stopped_or_raise(self) -> Status:
+        """In an `except McpError`: the status the input left, when that is why the read failed."""
+        stopped = self._check_stopped()
+        if stopped is None:
+            raise  # the McpError being handled (this is called in its except block)
+        return stopped
 
     def _bounded(self, send: Callable[[Deadline], T]) -> T:
         if self.deadline.expired():
@@ -286,6 +304,18 @@ class _Wait:
     def read(self) -> Status:
         """Read the task once (on a 2025-era session, moving it along when it needs input)."""
         return self._get()
+
+    def read_only(self) -> Status:
+        """Read the task once; a 2025-era task that needs input is left for `drive`."""
+        return self._read_once()
+
+    def needs_drive(self, status: Status) -> bool:
+        """Whether `status` is a 2025-era task's need for input, which only `drive` answers."""
+        return self._needs_drive(status)
+
+    def drive(self, status: Status) -> Status:
+        """Move a 2025-era task that needs input along: it lasts while a person answers."""
+        return self._drive(status)
 
     def answering(self) -> AbstractContextManager[None]:
         """While this block runs, a 2025-era server's requests naming the task come to this wait."""

@@ -246,7 +246,8 @@ class Watch:
             with self.changed:
                 closing, self._closing = self._closing, []
                 if not closing and not self._unplaced and not self._catch:
-                    self.changed.wait()
+                    if not self._stop.is_set():  # read under the lock: `close` notifies under it
+                        self.changed.wait()
                     continue
             self._shut(closing)
             if not self._unplaced:

@@ -96,8 +96,8 @@ __all__ = ["SESSION", "VERSION", "ForeignServer", "LegacyHostile", "Trickler", "
 
 class ExpiringSession:
     """A 2025-era server whose sessions expire: ``initialize`` gives ``s-1``, ``s-2``…; a tools/call
-    named ``expire`` asks the client a ``ping`` on its SSE answer and expires the session as soon
-    as it has answered, so the client's posted answer gets 404; a message with an expired session
+    named ``expire`` expires the session and asks the client a ``ping`` on its SSE answer, so the
+    client's posted answer gets 404; a message with an expired session
     id gets 404, one without a session id 400 (as real servers do). No GET stream (405).
     `answers` counts the client's posted answers.
     """
@@ -145,9 +145,9 @@ class ExpiringSession:
         name = request.params.get("name")
         if request.rpc_method == "tools/call" and name == "expire":
             conn.sse_head()
+            with self.lock:  # expired before the ping goes out, so its answer (however quick) gets 404
+                self.live = None
             conn.event({"jsonrpc": "2.0", "id": "srv-1", "method": "ping"})
-            with self.lock:
-                self.live = None  # expired: the answer to the ping gets 404
             conn.event(result(request, {"content": [{"type": "text", "text": "expired"}]}))
             conn.sse_end()
             return

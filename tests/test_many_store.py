@@ -1,0 +1,146 @@
+"""Many-task waits and futures with a task store (issues 17 and 19): every status they read and
+the end are recorded; input they answer goes through the write-ahead ledger and the task's lease,
+as `wait_task`'s does. Against the reference server and a socket-level 2026-07-28 server.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import mcp_tasks as mt
+from mcp_tasks._store import new_holder
+from tests.conftest import Harness, accept_form, release
+from tests.foreign.modern_http_tasks import ModernHttpTasksServer
+from tests.memory_store import MemoryTaskStore
+from tests.test_durable import ANSWER, Spy, foreign  # noqa: F401  (the fixture)
+
+
+class Earlier(MemoryTaskStore):
+    """A store where an earlier process wrote an answer for each task it records, and never saw
+    it acknowledged (as if it was killed between writing and the server's reply)."""
+
+    def record(self, ref: mt.TaskRef) -> None:
+        super().record(ref)
+        self.write_answers(ref.task_id, {"q": ANSWER})
+
+
+def test_wait_all_records_every_status_read_and_the_end(harness: Harness) -> None:
+    store = Spy()
+    client = harness.client(server={"poll_interval": 0.05}, store=store)
+    called = [mt.call_tool(client, "slow_compute", {"label": str(i), "block": True}) for i in range(3)]
+    tasks = [t for t in called if isinstance(t, mt.Status)]
+    assert len(tasks) == 3 and len(store.unfinished()) == 3
+    seen: list[mt.Status] = []
+
+    def on_status(status: mt.Status) -> None:
+        seen.append(status)
+        if len(seen) == 3:
+            release(client)
+
+    statuses = mt.wait_all(client, tasks, timeout=30, on_status=on_status)
+    assert {s.wire_status for s in statuses} == {"completed"}
+    assert store.unfinished() == []
+    for status in statuses:
+        ref = store.get(status.task_id)
+        assert ref is not None and ref.last_status is not None and ref.last_status.result == status.result
+
+
+def test_wait_any_records_the_end_of_the_first_only(harness: Harness) -> None:
+    store = MemoryTaskStore()
+    client = harness.client(server={"poll_interval": 0.05})
+    held = mt.call_tool(client, "slow_compute", {"block": True, "gate": "later"})
+    quick = mt.call_tool(client, "slow_compute")
+    assert isinstance(held, mt.Status) and isinstance(quick, mt.Status)
+    for task in (held, quick):  # recorded by another client (say, another process)
+        store.record(mt.TaskRef("elsewhere", task.task_id, "modern", "slow_compute", 0.0, task))
+    first = mt.wait_any(client, [held, quick], timeout=30, store=store)  # store as a wait option
+    release(client, "later")
+    assert first.task_id == quick.task_id
+    assert [r.task_id for r in store.unfinished()] == [held.task_id]
+
+
+def test_input_answered_in_a_many_wait_is_written_before_it_is_sent_and_acknowledged_after(
+    harness: Harness,
+) -> None:
+    journal: list[str] = []
+    store = Spy(journal)
+    client = harness.client(
+        server={"poll_interval": 0.05}, store=store, input_handlers=mt.InputHandlers(form=accept_form)
+    )
+    if harness.server is not None:  # direct and http: the server notes its requests in the journal
+        harness.server.on_request = lambda method, params: journal.append(method) if method == "tasks/update" else None
+    asking = [mt.call_tool(client, "confirm_delete") for _ in range(2)]
+    for status in mt.as_completed(client, [a for a in asking if isinstance(a, mt.Status)], timeout=30):
+        assert mt.outcome(status)["structuredContent"]["confirmation"] == ANSWER
+    step = ["write ['confirmation']", "tasks/update", "ack ['confirmation']"]
+    if harness.server is None:
+        step.remove("tasks/update")
+    writes = [i for i, line in enumerate(journal) if line.startswith("write")]
+    assert len(writes) == 2 and all(journal[i : i + len(step)] == step for i in writes)
+    assert all(store.unacknowledged(r.task_id) == {} for r in store._refs.values())
+
+
+def test_an_unacknowledged_answer_is_sent_again_first_in_wait_all(foreign: ModernHttpTasksServer) -> None:  # noqa: F811
+    store = Earlier()
+    with mt.Client.http(foreign.url, store=store) as client:
+        tasks = [t for t in (mt.call_tool(client, "ask") for _ in range(2)) if isinstance(t, mt.Status)]
+        statuses = mt.wait_all(client, tasks, input="return", timeout=30, poll_interval=0.05)  # no handler
+    assert [mt.outcome(s)["structuredContent"] for s in statuses] == [{"q": ANSWER}] * 2
+    assert sorted(foreign.updates, key=str) == sorted(((s.task_id, {"q": ANSWER}) for s in statuses), key=str)
+    assert store.unfinished() == [] and all(store.unacknowledged(s.task_id) == {} for s in statuses)
+
+
+def test_a_task_of_the_set_leased_elsewhere_is_read_not_answered_until_it_frees(
+    foreign: ModernHttpTasksServer,  # noqa: F811
+) -> None:
+    store = Spy()
+    other = new_holder()
+    answered: list[dict[str, Any]] = []
+
+    def form(params: dict[str, Any]) -> dict[str, Any]:
+        answered.append(params)
+        return {"action": "accept", "content": {"name": "Ada"}}
+
+    with mt.Client.http(foreign.url, store=store, input_handlers=mt.InputHandlers(form=form)) as client:
+        free, leased = (mt.call_tool(client, "ask") for _ in range(2))
+        assert isinstance(free, mt.Status) and isinstance(leased, mt.Status)
+        assert store.acquire(leased.task_id, other, 600)
+        store.refused.clear()
+        outcome: list[list[mt.Status]] = []
+        waiting = threading.Thread(
+            target=lambda: outcome.append(mt.wait_all(client, [free, leased], timeout=60, poll_interval=0.01))
+        )
+        waiting.start()
+        assert store.refused.wait(30)  # it asked for the lease and was told no
+        assert leased.task_id not in [task_id for task_id, _ in foreign.updates]
+        store.release(leased.task_id, other)  # the other wait ended: this one takes over
+        waiting.join(60)
+        assert not waiting.is_alive()
+    assert [s.wire_status for s in outcome[0]] == ["completed", "completed"]
+    assert sorted(task_id for task_id, _ in foreign.updates) == sorted([free.task_id, leased.task_id])
+    assert len(answered) == 2
+
+
+def test_a_future_records_its_statuses_and_end(harness: Harness) -> None:
+    store = MemoryTaskStore()
+    client = harness.client(server={"poll_interval": 0.05}, store=store)
+    future = mt.submit(client, "slow_compute", {"label": "f"})
+    assert future.result(timeout=30)["structuredContent"]["label"] == "f"
+    ref = store.get(str(future.task_id))
+    assert ref is not None and ref.finished and store.unfinished() == []
+
+
+def test_a_futures_unacknowledged_answer_is_sent_again_and_its_lease_freed_when_it_resolves(
+    foreign: ModernHttpTasksServer,  # noqa: F811
+) -> None:
+    store = Earlier()
+    with mt.Client.http(foreign.url) as client:  # a client without a store: the submit's own
+        held = mt.submit(client, "hold", store=store, poll_interval=0.05)
+        future = mt.submit(client, "ask", store=store, input="return", poll_interval=0.05)
+        assert future.result(timeout=30)["structuredContent"] == {"q": ANSWER}
+        assert foreign.updates == [(future.task_id, {"q": ANSWER})]
+        assert store.acquire(str(future.task_id), new_holder(), 15)  # freed while the watcher runs on
+        assert not held.done()
+    ref = store.get(str(future.task_id))
+    assert ref is not None and ref.finished and [r.task_id for r in store.unfinished()] == [held.task_id]
