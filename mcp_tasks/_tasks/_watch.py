@@ -25,7 +25,8 @@ from __future__ import annotations
 import contextvars
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from mcp_tasks._clock import Deadline
@@ -109,17 +110,29 @@ class Watch:
         self._catch: list[str] = []  # the same, in the order they came (the manager takes the last)
         self._reading: str | None = None  # the id the manager is reading for a catch-up
         self._caught: set[str] = set()  # ids it read (or reads), whose waits need not
+        self._scopes: dict[str, Callable[[], AbstractContextManager[None]]] = {}
         self._overtaken = False  # news of it came on its stream meanwhile
         self._context: contextvars.Context | None = None
         side.listeners.append(self._session_notification)
 
     # -- the waits' side ----------------------------------------------------------------------
 
-    def want(self, inbox: Inbox, ids: Iterable[str], *, stream: bool) -> None:
-        """Send news of `ids` to `inbox`; `stream`: put them on a listen stream (2026-07-28)."""
+    def want(
+        self,
+        inbox: Inbox,
+        ids: Iterable[str],
+        *,
+        stream: bool,
+        scopes: Mapping[str, Callable[[], AbstractContextManager[None]]] | None = None,
+    ) -> None:
+        """Send news of `ids` to `inbox`; `stream`: put them on a listen stream (2026-07-28).
+        `scopes`: per id, the block in which a read the watch makes for it is that wait's (its span).
+        """
         with self.changed:
             for task_id in ids:
                 self._wanted.setdefault(task_id, []).append(inbox)
+                if scopes is not None and task_id in scopes:
+                    self._scopes.setdefault(task_id, scopes[task_id])
                 if not stream:
                     continue
                 if self._listen and task_id not in self._streamed and task_id not in self._polled:
@@ -146,6 +159,7 @@ class Watch:
                     self._drops.pop(task_id, None)
                     self._catching.discard(task_id)
                     self._caught.discard(task_id)
+                    self._scopes.pop(task_id, None)
                     stream = self._streamed.pop(task_id, None)
                     if stream is not None:
                         stream.live -= 1
@@ -289,9 +303,11 @@ class Watch:
                     return
                 self._reading, self._overtaken = task_id, False
                 self._caught.add(task_id)
+                scope = self._scopes.get(task_id, nullcontext)
             status: Status | None
             try:
-                status = self._protocol.read(task_id, Deadline(OPEN_TIMEOUT), self._meta)
+                with scope():
+                    status = self._protocol.read(task_id, Deadline(OPEN_TIMEOUT), self._meta)
             except McpError:
                 status = READ  # its wait reads it, and hears why it failed
             with self.changed:
