@@ -8,16 +8,22 @@ Ways compared, in one run:
   poll     mt.wait_all(client, tasks, listen=False) (the per-task poll schedule)
   threads  one thread per mt.await_task (polling)   (the way before issue 17: the baseline)
   futures  mt.submit for each, then future.result() (followed from creation on, by one thread)
+  fastmcp  fastmcp-tasks' own async client, asyncio.gather over ToolTask.result(), against its own
+           server (tests/interop/fastmcp_server.py; N <= 1,000; needs .venv-peers): its "late" is
+           an upper bound (see bench/_fastmcp_many.py) and its CPU is that client's process
 
 Columns: wall over the ideal (the ideal is the moment the last task finished on the server: the
 tool reports time.monotonic(), one clock for every process on Linux), client CPU per task (ms),
 the client CPU ratio against `threads`, peak library threads (``mcp_tasks-*``), ``tasks/get``
-per task, listen streams opened. The server suggests polling every 500 ms.
+per task, and open connections at the peak (HTTP: TCP connections to the server, sampled from
+/proc/net/tcp; stdio: the one pipe). The server suggests polling every 500 ms. The machine may be
+shared: compare rows of one run, not runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -58,19 +64,47 @@ def make_server() -> Server:
     return server
 
 
-class Peak:
-    """Samples the library's threads every 10 ms."""
+PEER_PYTHON = ROOT / ".venv-peers" / "bin" / "python"
+PEER_SERVER = ROOT / "tests" / "interop" / "fastmcp_server.py"
+PEER_MAX = 1000
 
-    def __init__(self) -> None:
+
+def connections(port: int) -> int:
+    """Established TCP connections to 127.0.0.1:`port` (both ends are on this machine)."""
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as lines:
+                next(lines)
+                for line in lines:
+                    fields = line.split()
+                    if fields[3] == "01" and int(fields[2].rsplit(":", 1)[1], 16) == port:
+                        count += 1
+        except OSError:
+            pass
+    return count
+
+
+class Peak:
+    """Samples the library's threads every 10 ms (and the open connections to `port` every 0.2 s;
+    the sampling's CPU counts in the client's)."""
+
+    def __init__(self, port: int | None = None) -> None:
         self.peak = 0
+        self.port = port
+        self.connections = 0 if port is not None else 1
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
+        ticks = 0
         while not self._stop.wait(0.01):
             alive = sum(t.name.startswith("mcp_tasks-") for t in threading.enumerate())
             self.peak = max(self.peak, alive)
+            ticks += 1
+            if self.port is not None and ticks % 20 == 0:  # every 0.2 s: /proc/net/tcp costs CPU
+                self.connections = max(self.connections, connections(self.port))
 
     def stop(self) -> int:
         self._stop.set()
@@ -105,11 +139,40 @@ WAYS: dict[str, Callable[[mt.Client, list[mt.Status]], list[dict[str, Any]]]] = 
 }
 
 
-def client_of(transport: str) -> tuple[mt.Client, Callable[[], None]]:
+def peer_run(transport: str, size: int, seconds: float) -> dict[str, float]:
+    """The fastmcp way: its client and server in processes of their own."""
+    server = None
+    try:
+        if transport == "http":
+            server = subprocess.Popen(
+                [str(PEER_PYTHON), str(PEER_SERVER), "http", "0"], stdout=subprocess.PIPE, text=True
+            )
+            assert server.stdout is not None
+            port: int | None = int(server.stdout.readline().split()[-1])
+            where = f"http://127.0.0.1:{port}/mcp"
+        else:
+            port, where = None, str(PEER_SERVER)
+        peak = Peak(port)
+        out = subprocess.run(
+            [str(PEER_PYTHON), str(ROOT / "bench" / "_fastmcp_many.py"), transport, where, str(size), str(seconds)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        peak.stop()
+        row: dict[str, float] = json.loads(out.strip().splitlines()[-1])
+        return {**row, "threads": float("nan"), "gets": float("nan"), "connections": peak.connections}
+    finally:
+        if server is not None:
+            server.terminate()
+            server.wait(10)
+
+
+def client_of(transport: str) -> tuple[mt.Client, Callable[[], None], int | None]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     if transport == "stdio":
         client = mt.Client.stdio(sys.executable, ["-m", "mcp_tasks.server", "bench.many_tasks:make_server"], env=env)
-        return client, lambda: None
+        return client, lambda: None, None
     process = subprocess.Popen(
         [sys.executable, "-m", "mcp_tasks.server", "bench.many_tasks:make_server", "--http", "127.0.0.1:0"],
         stdout=subprocess.PIPE,
@@ -123,15 +186,17 @@ def client_of(transport: str) -> tuple[mt.Client, Callable[[], None]]:
         process.terminate()
         process.wait(10)
 
-    return mt.Client.http(url, timeout=60), stop
+    return mt.Client.http(url, timeout=60), stop, int(url.rsplit(":", 1)[1].split("/")[0])
 
 
 def run(transport: str, way: str, size: int, seconds: float) -> dict[str, float]:
-    client, stop = client_of(transport)
+    if way == "fastmcp":
+        return peer_run(transport, size, seconds)
+    client, stop, port = client_of(transport)
     try:
         client.call_tool("count")  # connected, negotiated
         before = client.call_tool("count")["structuredContent"].get("tasks/get", 0)
-        peak = Peak()
+        peak = Peak(port)
         cpu = time.process_time()
         started = time.monotonic()
         if way == "futures":
@@ -151,6 +216,7 @@ def run(transport: str, way: str, size: int, seconds: float) -> dict[str, float]
             "cpu_ms": 1000 * cpu / size,
             "threads": threads,
             "gets": gets / size,
+            "connections": peak.connections,
         }
     finally:
         client.close()
@@ -162,21 +228,22 @@ def main() -> None:
     parser.add_argument("--sizes", default="100,1000,10000")
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--transports", default="http,stdio")
-    parser.add_argument("--ways", default="listen,poll,futures,threads")
+    parser.add_argument("--ways", default="listen,poll,futures,threads,fastmcp")
     args = parser.parse_args()
     print(
         f"{'transport':9} {'N':>6} {'way':8} {'ideal s':>8} {'late s':>7} {'cpu ms/task':>11} {'cpu/threads':>11} "
-        f"{'threads':>7} {'gets/task':>9}"
+        f"{'threads':>7} {'gets/task':>9} {'conns':>5}"
     )
     for transport in args.transports.split(","):
         for size in map(int, args.sizes.split(",")):
-            rows = {way: run(transport, way, size, args.seconds) for way in args.ways.split(",")}
+            ways = [w for w in args.ways.split(",") if w != "fastmcp" or (size <= PEER_MAX and PEER_PYTHON.exists())]
+            rows = {way: run(transport, way, size, args.seconds) for way in ways}
             base = rows.get("threads")
             for way, row in rows.items():
                 ratio = f"{row['cpu_ms'] / base['cpu_ms']:.2f}" if base else "-"
                 print(
                     f"{transport:9} {size:6} {way:8} {row['ideal']:8.2f} {row['late']:7.2f} {row['cpu_ms']:11.3f} "
-                    f"{ratio:>11} {row['threads']:7.0f} {row['gets']:9.2f}",
+                    f"{ratio:>11} {row['threads']:7.0f} {row['gets']:9.2f} {row['connections']:5.0f}",
                     flush=True,
                 )
 

@@ -45,7 +45,7 @@ from mcp_tasks._errors import (
 )
 from mcp_tasks._input import NoHandler, answer_all
 from mcp_tasks._options import ClientSettings
-from mcp_tasks._subscription import Subscription
+from mcp_tasks._subscription import Event, Subscription
 from mcp_tasks._trace_hook import tracing_for
 from mcp_tasks._wire import (
     EXTENSION_RESULT_TYPES,
@@ -293,8 +293,12 @@ class Channel:
         meta: Mapping[str, Any] | None,
         max_buffer: int = 100,
         overflow: Literal["drop_oldest", "drop_newest"] = "drop_oldest",
+        sink: Callable[[Event], None] | None = None,
     ) -> Subscription:
-        """A ``subscriptions/listen`` stream, returned once the server acknowledged it."""
+        """A ``subscriptions/listen`` stream, returned once the server acknowledged it. With a
+        `sink`, its worker thread hands each event (its `Closed` end too) to it instead of the
+        queue: a reader of the library's own then costs no thread of its own.
+        """
         agreed = self.agree(deadline)
         if agreed.legacy:
             raise McpError(
@@ -307,7 +311,7 @@ class Channel:
         body = self.tracing.inject({"notifications": dict(notifications), "_meta": self._meta_of(None, meta)})
         log.debug("-> subscriptions/listen #%s", listen_id)
         stream = self.transport.open_stream(request(listen_id, "subscriptions/listen", body), deadline)
-        subscription = Subscription(stream, listen_id, max_buffer=max_buffer, overflow=overflow)
+        subscription = Subscription(stream, listen_id, max_buffer=max_buffer, overflow=overflow, sink=sink)
         try:
             subscription.wait_acknowledged(deadline)
         except BaseException:

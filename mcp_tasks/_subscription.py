@@ -11,7 +11,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import Any, Literal, Union
 
@@ -78,8 +78,10 @@ class Subscription:
         *,
         max_buffer: int = 100,
         overflow: Literal["drop_oldest", "drop_newest"] = "drop_oldest",
+        sink: Callable[[Event], None] | None = None,
     ) -> None:
         check_buffer_options(max_buffer, overflow)
+        self._sink = sink  # the library's own reader: events go to it, in the worker, not to the queue
         self.id = subscription_id
         self.accepted: dict[str, Any] = {}
         self._stream = stream
@@ -218,6 +220,8 @@ class Subscription:
             if self._end is None:
                 self._end = end
             self._cond.notify_all()
+        if self._sink is not None:
+            self._sink(end)
 
     def _pump(self) -> Closed:
         while not self._stop.is_set():
@@ -279,6 +283,10 @@ class Subscription:
         return None
 
     def _deliver(self, event: Notification) -> None:
+        if self._sink is not None:
+            self._received += 1
+            self._sink(event)
+            return
         with self._cond:
             self._received += 1
             if len(self._events) >= self._max_buffer:

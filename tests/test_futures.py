@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import concurrent.futures
-import functools
 import threading
 from collections.abc import Callable
 
 import pytest
 
 import mcp_tasks as mt
+from mcp_tasks._tasks._watch import MAX_STREAMS, watch_of
 from tests.conftest import STREAM_GONE, Harness, eventually, mcp_threads, open_streams, release
 from tests.test_issue15_regressions import TRANSPORTS as LEGACY_TRANSPORTS
 from tests.test_issue15_regressions import Legacy, servers, text  # noqa: F401  (the fixture)
@@ -104,17 +104,46 @@ def streams_are(client: mt.Client, count: int) -> bool:
     return open_streams(client) == count
 
 
-def test_ids_arriving_apart_get_streams_then_one_merged_stream(harness: Harness) -> None:
-    """A stream per batch while fewer than two are open; the third batch merges them all into one
-    (opened before the old ones close); each stream closes once its tasks are done."""
+def test_ids_arriving_apart_are_merged_into_one_stream(harness: Harness) -> None:
+    """Each batch after the first reopens the one stream with every id (opened before the old one
+    closes: nothing is lost, so no read for the merge); each stream closes once its tasks are done."""
     client = harness.client(server={"poll_interval": 600})
+    watch = watch_of(client.channel)
     futures = []
-    for count in (1, 2, 1):
+    for opened in (1, 2, 3):
         futures.append(mt.submit(client, "slow_compute", {"block": True}))
         # (over HTTP the server sees a closed stream at its next keep-alive: STREAM_GONE)
-        eventually(functools.partial(streams_are, client, count), timeout=STREAM_GONE, message=f"{count}")
+        eventually(
+            lambda n=opened: watch.opens == n and streams_are(client, MAX_STREAMS),  # type: ignore[misc]
+            timeout=STREAM_GONE,
+            message=f"{opened} opens, one stream",
+        )
     release(client)
     assert [f.result(timeout=30)["structuredContent"]["computed"] for f in futures] == [True] * 3
     eventually(lambda: open_streams(client) == 0, timeout=STREAM_GONE, message="streams closed")
     gets = client.call_tool("stats", {"method": "tasks/get"})["structuredContent"]["times"]
     assert len(gets) == 3  # one read per task, when its first stream took it; none for the merge
+
+
+def watch_threads() -> list[str]:
+    """The threads of the watch and the futures (the transport's own are left out)."""
+    kinds = ("mcp_tasks-watch", "mcp_tasks-listen-", "mcp_tasks-futures")
+    return [name for name in mcp_threads() if name.startswith(kinds)]
+
+
+def test_a_stream_costs_one_thread_and_futures_three_in_all(harness: Harness) -> None:
+    """Futures followed on the shared stream: the manager, the stream's one reader (no thread
+    forwarding its events) and the watcher, whatever the number of tasks."""
+    client = harness.client(server={"poll_interval": 600})
+    watch = watch_of(client.channel)
+    futures = [mt.submit(client, "slow_compute", {"label": str(i), "block": True}) for i in range(6)]
+    eventually(lambda: len(watch.placed()) == 6 and streams_are(client, 1), timeout=STREAM_GONE, message="placed")
+    eventually(lambda: len(watch_threads()) == 3, timeout=STREAM_GONE, message="3 threads")  # (a merged
+    names = watch_threads()  # stream's old reader is joined just after the server sees it closed)
+    assert {n.rsplit("-", 1)[0] if n.startswith("mcp_tasks-listen-") else n for n in names} == {
+        "mcp_tasks-watch",
+        "mcp_tasks-listen",
+        "mcp_tasks-futures",
+    }
+    release(client)
+    assert [f.result(timeout=30)["structuredContent"]["label"] for f in futures] == [str(i) for i in range(6)]

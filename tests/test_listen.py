@@ -4,12 +4,15 @@ queue, every way a stream ends, and the worker thread."""
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 import pytest
 import requests
 
 import mcp_tasks as mt
+from mcp_tasks._clock import Deadline
+from mcp_tasks._subscription import Event
 from mcp_tasks.server import Exchange, serve_http
 from tests.conftest import STREAM_GONE, Background, Harness, eventually, mcp_threads, open_streams
 from tests.fixtures.servers import make_server
@@ -307,3 +310,26 @@ def test_close_during_the_acknowledgement_wait_ends_it() -> None:
             waiter.result()
     finally:
         transport.close()
+
+
+def test_a_sink_takes_every_event_in_the_worker_and_nothing_is_queued(harness: Harness) -> None:
+    """The library's own reader (the tasks watch) hands a sink to the stream: each event, and the
+    end, goes to it in the stream's worker thread, past any queue bound; none waits in the queue."""
+    client = harness.client()
+    seen: list[tuple[Event, str]] = []
+    ended = threading.Event()
+
+    def sink(event: Event) -> None:
+        seen.append((event, threading.current_thread().name))
+        if isinstance(event, mt.Closed):
+            ended.set()
+
+    sub = client.channel.open_listen({"toolsListChanged": True}, Deadline(10), None, max_buffer=1, sink=sink)
+    add_tools(client, "a", "b", "c")
+    eventually(lambda: len(seen) == 3, timeout=10, message="three events")
+    with pytest.raises(TimeoutError):
+        sub.next(0)  # nothing queued
+    sub.close()
+    assert ended.wait(10)
+    assert [type(e).__name__ for e, _ in seen] == ["Notification"] * 3 + ["Closed"]
+    assert {name for _, name in seen} == {f"mcp_tasks-listen-{sub.id}"}

@@ -156,7 +156,8 @@ class Group:
             else:
                 self._schedule(member, self._first_read(wait, given, listen))
         if streamed:
-            self.watch.want(self.inbox, streamed, stream=True)
+            scopes = {m.task_id: m.wait.trace.within for m in added}  # the watch's reads are the waits'
+            self.watch.want(self.inbox, streamed, stream=True, scopes=scopes)
         if cued:
             self.watch.want(self.inbox, cued, stream=False)
         return added
@@ -168,7 +169,8 @@ class Group:
         member = self._member(wait, wait.last is not None)
         self._schedule(member, self._first_read(wait, wait.last, self.listen))
         if self.listen:
-            self.watch.want(self.inbox, [wait.task_id], stream=wait.protocol.era == "modern")
+            modern = wait.protocol.era == "modern"
+            self.watch.want(self.inbox, [wait.task_id], stream=modern, scopes={wait.task_id: wait.trace.within})
         (done,) = self.next_done()
         return _outcome(done)
 
@@ -262,6 +264,9 @@ class Group:
         """Observe `given`, or read `member` and observe that; a timeout becomes the group's.
         `given` an exception: the member's offloaded input failed with it.
         """
+        if given is None and not self.watch.claim(member.task_id):
+            self._schedule(member, self._interval(member))  # the watch reads it: news comes
+            return
         try:
             with member.wait.trace.within():  # its requests are its span's children
                 if isinstance(given, BaseException):

@@ -4,15 +4,19 @@ waited on, by any thread, and the news they bring to the waits (a channel attach
 - Waits `want()` task ids into an `Inbox` and take news out of it in their own thread: a full
   Status (a notification that carries what the status needs) or a cue (`READ`: read the task once).
   A task placed on a stream, or given up to polling, is cued once: its wait reads it then (not
-  before: one read per task when the stream brings the rest).
+  before: one read per task when the stream brings the rest). The manager helps with the reads
+  a new stream calls for (`claim`): it reads from the last cued back while the waits read from
+  the first on, so that 10,000 tasks made first and then waited on are caught up with two reads
+  in flight.
 - On a 2026-07-28 connection one manager thread (``mcp_tasks-watch``) opens the streams: new ids
   are gathered for a moment and placed on a stream of their own while fewer than `MAX_STREAMS` are
   open, else merged with the open ones into one stream (opened before the old ones close, so no
   notification falls between). A server's cap on ids per stream is learnt from its -32602 (the
   chunk is halved); ids beyond `MAX_STREAMS` streams, ids the acknowledgement leaves out, and ids
-  whose stream dropped `MAX_REOPENS` times are polled by their waits. Each stream costs two
-  threads (its reader, and one that forwards its events here), so the library runs at most
-  ``1 + 2 * (MAX_STREAMS + 1)`` threads for all the client's waits, whatever their number.
+  whose stream dropped `MAX_REOPENS` times are polled by their waits. Each stream costs one
+  thread, its reader (``mcp_tasks-listen-<id>``), which turns its events into news here; so the
+  watch runs at most ``1 + MAX_STREAMS + 1`` threads (the manager, and the readers while a merged
+  stream replaces the old one) for all the client's waits, whatever their number.
 - On a 2025-11-25 session the status notifications the session pushes unasked are cues.
 """
 
@@ -21,14 +25,15 @@ from __future__ import annotations
 import contextvars
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from mcp_tasks._clock import Deadline
 from mcp_tasks._errors import INVALID_PARAMS, METHOD_NOT_FOUND, McpError
 from mcp_tasks._status import Status
-from mcp_tasks._subscription import Closed, Dropped, Notification, Subscription
-from mcp_tasks._tasks._protocol import decode, protocol_of
+from mcp_tasks._subscription import Closed, Dropped, Event, Subscription
+from mcp_tasks._tasks._protocol import TaskProtocol, decode, protocol_of
 from mcp_tasks._tasks._side import TaskSide, side_of
 from mcp_tasks._threads import join_all, start_thread
 
@@ -42,7 +47,10 @@ log = logging.getLogger("mcp_tasks")
 READ = None
 """The cue to read a task once (a notification without the full status, lost events, a new stream)."""
 TASK_NOTIFICATIONS = frozenset({"notifications/tasks", "notifications/tasks/status"})
-MAX_STREAMS = 2
+MAX_STREAMS = 1
+"""One stream, widened by reopening: with the futures watcher the library's threads stay at most 4
+(a server that caps ids per stream has the rest polled: each costs a tasks/get per poll interval).
+"""
 MAX_REOPENS = 3
 MAX_OPEN_FAILURES = 3
 GATHER = 0.02
@@ -67,14 +75,14 @@ class Inbox:
 
 
 class _Stream:
-    """One open listen stream and the thread that forwards its events to the watch."""
+    """One listen stream: its ids, and the events its reader brought before the watch took it on."""
 
-    def __init__(self, watch: Watch, subscription: Subscription, ids: set[str]) -> None:
-        self.subscription = subscription
-        self.ids = ids
+    def __init__(self) -> None:
+        self.subscription: Subscription | None = None  # set once acknowledged and taken on
+        self.ids: set[str] = set()
         self.live = 0  # how many of its ids are wanted and followed on it
         self.closing = False
-        self.thread = start_thread(f"watch-{subscription.id}", lambda: watch.forward(self))
+        self.early: list[Event] = []  # events that came between its acknowledgement and then
 
 
 class Watch:
@@ -97,16 +105,34 @@ class Watch:
         self._stop = threading.Event()
         self._manager: threading.Thread | None = None
         self._meta: Any = None
+        self._protocol: TaskProtocol | None = None
+        self._catching: set[str] = set()  # ids a new stream took, not yet read since
+        self._catch: list[str] = []  # the same, in the order they came (the manager takes the last)
+        self._reading: str | None = None  # the id the manager is reading for a catch-up
+        self._caught: set[str] = set()  # ids it read (or reads), whose waits need not
+        self._scopes: dict[str, Callable[[], AbstractContextManager[None]]] = {}
+        self._overtaken = False  # news of it came on its stream meanwhile
         self._context: contextvars.Context | None = None
         side.listeners.append(self._session_notification)
 
     # -- the waits' side ----------------------------------------------------------------------
 
-    def want(self, inbox: Inbox, ids: Iterable[str], *, stream: bool) -> None:
-        """Send news of `ids` to `inbox`; `stream`: put them on a listen stream (2026-07-28)."""
+    def want(
+        self,
+        inbox: Inbox,
+        ids: Iterable[str],
+        *,
+        stream: bool,
+        scopes: Mapping[str, Callable[[], AbstractContextManager[None]]] | None = None,
+    ) -> None:
+        """Send news of `ids` to `inbox`; `stream`: put them on a listen stream (2026-07-28).
+        `scopes`: per id, the block in which a read the watch makes for it is that wait's (its span).
+        """
         with self.changed:
             for task_id in ids:
                 self._wanted.setdefault(task_id, []).append(inbox)
+                if scopes is not None and task_id in scopes:
+                    self._scopes.setdefault(task_id, scopes[task_id])
                 if not stream:
                     continue
                 if self._listen and task_id not in self._streamed and task_id not in self._polled:
@@ -131,12 +157,31 @@ class Watch:
                     self._unplaced.discard(task_id)
                     self._polled.discard(task_id)
                     self._drops.pop(task_id, None)
+                    self._catching.discard(task_id)
+                    self._caught.discard(task_id)
+                    self._scopes.pop(task_id, None)
                     stream = self._streamed.pop(task_id, None)
                     if stream is not None:
                         stream.live -= 1
                         if stream.live <= 0 and stream in self._streams:
                             self._retire(stream)  # narrowed to nothing: the manager closes it
             self.changed.notify_all()
+
+    def claim(self, task_id: str) -> bool:
+        """Whether a wait should read `task_id` now: False while the manager reads it to catch up
+        (its status comes as news). A wait that reads it first spares the manager that read.
+        """
+        with self.changed:
+            self._catching.discard(task_id)
+            if task_id in self._caught:
+                self._caught.discard(task_id)
+                return False
+            return True
+
+    def placed(self) -> set[str]:
+        """The ids acknowledged on an open stream now."""
+        with self.changed:
+            return set(self._streamed)
 
     def streamed(self, task_id: str) -> bool:
         """Whether a stream acknowledged `task_id` (its wait then reads it rarely)."""
@@ -156,27 +201,35 @@ class Watch:
             with self.changed:
                 self._tell(task_id, READ)  # a 2025-era status never carries the result
 
-    def forward(self, stream: _Stream) -> None:
-        """The forwarding thread of `stream`: its events become news, its end a reopen or polls."""
-        while True:
-            event = stream.subscription.next()
-            if isinstance(event, Closed):
-                break
-            with self.changed:
-                if isinstance(event, Dropped):
-                    for task_id in stream.ids:
-                        self._tell(task_id, READ)
-                elif isinstance(event, Notification) and event.method in TASK_NOTIFICATIONS:
-                    self._notified(event.params, stream)
+    def _event(self, stream: _Stream, event: Event) -> None:
+        """An event of `stream`, in its reader thread (the subscription's worker: no thread of
+        the watch's own): news, or at its end a reopen or polls.
+        """
         with self.changed:
-            if stream.closing:
+            if stream.subscription is None:
+                if not stream.closing:
+                    stream.early.append(event)  # taken on by `_add_stream`, which replays it
                 return
-            self._dropped(stream, event.error)
+            self._take_event(stream, event)
+
+    def _take_event(self, stream: _Stream, event: Event) -> None:
+        """`event` of a stream the watch follows (the lock held)."""
+        if isinstance(event, Closed):
+            if not stream.closing:
+                stream.closing = True
+                self._dropped(stream, event.error)
+        elif isinstance(event, Dropped):
+            for task_id in stream.ids:
+                self._tell(task_id, READ)
+        elif event.method in TASK_NOTIFICATIONS and not stream.closing:
+            self._notified(event.params, stream)
 
     def _notified(self, params: dict[str, Any], stream: _Stream) -> None:
         task_id = params.get("taskId")
         if not isinstance(task_id, str) or task_id not in stream.ids:
             return
+        if task_id == self._reading:
+            self._overtaken = True  # this news is at least as fresh as the catch-up read
         try:
             status = decode(params, "modern", task_id)
         except McpError:
@@ -187,6 +240,7 @@ class Watch:
         log.debug("a listen stream of %d tasks ended (%s); reopening or polling", len(stream.ids), error)
         if stream in self._streams:
             self._streams.remove(stream)
+        self._closing.append(stream)  # its reader has ended: the manager closes and joins it
         for task_id in stream.ids:
             if self._streamed.get(task_id) is stream:
                 del self._streamed[task_id]
@@ -205,12 +259,13 @@ class Watch:
         while not self._stop.is_set():
             with self.changed:
                 closing, self._closing = self._closing, []
-                if not closing and not self._unplaced:
+                if not closing and not self._unplaced and not self._catch:
                     if not self._stop.is_set():  # read under the lock: `close` notifies under it
                         self.changed.wait()
                     continue
             self._shut(closing)
             if not self._unplaced:
+                self._catch_up()
                 continue
             self._stop.wait(GATHER if len(self._streams) < MAX_STREAMS else MERGE_GATHER)
             with self.changed:
@@ -229,6 +284,39 @@ class Watch:
             else:
                 self._place(batch, set(), 0)  # no room: polled
 
+    def _catch_up(self) -> None:
+        """Read tasks a new stream took, from the last cued back, while their waits read them from
+        the first on (`claim`): two reads in flight instead of one, and no thread more. Returns
+        as soon as streams are to be opened or closed.
+        """
+        while not self._stop.is_set() and self._protocol is not None:
+            with self.changed:
+                if self._unplaced or self._closing:
+                    return
+                task_id = None
+                while self._catch and task_id is None:
+                    candidate = self._catch.pop()
+                    if candidate in self._catching:
+                        self._catching.discard(candidate)
+                        task_id = candidate
+                if task_id is None:
+                    return
+                self._reading, self._overtaken = task_id, False
+                self._caught.add(task_id)
+                scope = self._scopes.get(task_id, nullcontext)
+            status: Status | None
+            try:
+                with scope():
+                    status = self._protocol.read(task_id, Deadline(OPEN_TIMEOUT), self._meta)
+            except McpError:
+                status = READ  # its wait reads it, and hears why it failed
+            with self.changed:
+                self._reading = None
+                if status is READ or self._overtaken:
+                    self._caught.discard(task_id)  # its wait reads it if its news says so
+                if not self._overtaken:
+                    self._tell(task_id, status)
+
     def _retire(self, stream: _Stream) -> None:
         stream.closing = True
         self._streams.remove(stream)
@@ -240,8 +328,8 @@ class Watch:
     @staticmethod
     def _shut(streams: list[_Stream]) -> None:
         for stream in streams:
-            stream.subscription.close()
-        join_all([s.thread for s in streams], CLOSE_TIMEOUT)
+            if stream.subscription is not None:
+                stream.subscription.close()  # joins its reader (bounded)
 
     def _place(self, batch: set[str], merged: set[str], slots: int, split: bool = True) -> None:
         """Open up to `slots` streams for `batch` (and `merged`, ids already on streams: their
@@ -264,13 +352,19 @@ class Watch:
 
     def _open(self, ids: list[str]) -> bool:
         try:
-            if self._meta is None:
-                self._meta = protocol_of(self.channel, Deadline(OPEN_TIMEOUT)).meta()
-            subscription = self.channel.open_listen({"taskIds": ids}, Deadline(OPEN_TIMEOUT), self._meta)
+            if self._protocol is None:
+                self._protocol = protocol_of(self.channel, Deadline(OPEN_TIMEOUT))
+                self._meta = self._protocol.meta()
+            stream = _Stream()
+            subscription = self.channel.open_listen(
+                {"taskIds": ids}, Deadline(OPEN_TIMEOUT), self._meta, sink=lambda event: self._event(stream, event)
+            )
         except McpError as exc:
             return self._open_failed(ids, exc)
         accepted = subscription.accepted.get("taskIds")
         if not isinstance(accepted, list):
+            with self.changed:
+                stream.closing = True
             subscription.close()
             log.debug("the listen acknowledgement has no taskIds: the client's tasks are polled")
             self._no_listen()
@@ -278,15 +372,19 @@ class Watch:
         self.opens += 1
         with self.changed:
             if not self._stop.is_set():
-                self._add_stream(subscription, accepted, ids)
+                self._add_stream(stream, subscription, accepted, ids)
                 return True
+            stream.closing = True
         subscription.close()  # the watch closed while this stream was opening
         return False
 
-    def _add_stream(self, subscription: Subscription, accepted: list[Any], ids: list[str]) -> None:
-        """Start following a new stream (the lock held): cue the ids it took, poll those it left."""
+    def _add_stream(self, stream: _Stream, subscription: Subscription, accepted: list[Any], ids: list[str]) -> None:
+        """Start following a new stream (the lock held): cue the ids it took, poll those it left,
+        then take the events that came meanwhile.
+        """
         asked = set(ids)
-        stream = _Stream(self, subscription, {i for i in accepted if isinstance(i, str) and i in asked})
+        stream.subscription = subscription
+        stream.ids = {i for i in accepted if isinstance(i, str) and i in asked}
         self._streams.append(stream)
         for task_id in ids:
             if task_id not in self._wanted:
@@ -297,6 +395,8 @@ class Watch:
                 stream.live += 1
                 if was is None:
                     self._tell(task_id, READ)  # catch up on what came before the stream
+                    self._catching.add(task_id)  # (its wait, or the manager, reads it)
+                    self._catch.append(task_id)
                 else:
                     was.live -= 1  # merged into the new stream
             elif task_id not in self._streamed:
@@ -304,6 +404,9 @@ class Watch:
         for old in list(self._streams):
             if old.live <= 0:
                 self._retire(old)  # nothing left on it (merged, or narrowed meanwhile)
+        early, stream.early = stream.early, []
+        for event in early:
+            self._take_event(stream, event)
 
     def _open_failed(self, ids: list[str], exc: McpError) -> bool:
         if exc.code == METHOD_NOT_FOUND:
