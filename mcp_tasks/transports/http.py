@@ -359,10 +359,12 @@ class HttpTransport(Transport):
         watch.rearm(None)  # open: the stream is read without a deadline, and cut by `close`
         stream = HttpStream(response, self._forget, max_message=self.max_message)
         with self._lock:
-            if self._closed:
-                stream.close()
-                raise TransportError("the client is closed")
-            self._streams.add(stream)
+            closed = self._closed
+            if not closed:
+                self._streams.add(stream)
+        if closed:  # closed while it opened (outside the lock: closing it forgets it, under the lock)
+            stream.close()
+            raise TransportError("the client is closed")
         return stream
 
     def begin_session(self, protocol_version: str) -> None:
