@@ -6,7 +6,6 @@ resumes, in a pseudo-terminal as a person uses it. Also `mt.resume` from Python.
 from __future__ import annotations
 
 import os
-import pty
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,26 +17,7 @@ import mcp_tasks as mt
 from mcp_tasks import cli
 from mcp_tasks.server import Server, serve_http
 from tests.conftest import ROOT
-from tests.test_cli import SERVER_MODULE, TAKE_TERMINAL, Terminal
-
-
-class StoreTerminal(Terminal):
-    """`Terminal`, running this checkout's mcp_tasks."""
-
-    def __init__(self, cwd: Path, *args: str) -> None:
-        self.master, slave = pty.openpty()
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", TAKE_TERMINAL, sys.executable, "-m", "mcp_tasks", *args],
-            stdin=slave,
-            stdout=subprocess.PIPE,
-            stderr=slave,
-            cwd=cwd,
-            env=env,
-            start_new_session=True,
-        )
-        os.close(slave)
-        self.seen = b""
+from tests.test_cli import SERVER_MODULE, Terminal
 
 
 @pytest.fixture
@@ -64,14 +44,14 @@ def test_the_cli_lists_the_store_and_resumes_a_task_by_a_prefix(http_url: str, t
     started = run("call", http_url, "ask_name", "--no-wait", "--store", store)
     assert started.returncode == 0, started.stderr
     task_id = started.stdout.strip()
-    listed = StoreTerminal(tmp_path, "tasks", "--store", store)
+    listed = Terminal(tmp_path, "tasks", "--store", store)
     code, out, shown = listed.finish()
     assert code == 0, shown
     header, row = out.splitlines()
     assert header.split() == ["TASK", "TOOL", "ENDPOINT", "AGE", "STATUS"]
     assert row.split()[:3] == [task_id[:8] + "…", "ask_name", http_url] and row.split()[-1] == "working"
     assert task_id not in out  # a bearer credential: a prefix only
-    term = StoreTerminal(tmp_path, "wait", task_id[:8], "--store", store)
+    term = Terminal(tmp_path, "wait", task_id[:8], "--store", store)
     term.expect("What is your name?")
     term.expect("(empty to decline): ")
     term.send(b"Ada\r")
