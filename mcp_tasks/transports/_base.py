@@ -6,7 +6,8 @@ Every request carries one `Deadline` (the call's whole timeout): each step the t
 (connecting, writing, reading) gets its time from it. Transient failures are retried here, below
 the client, by the client's `Retry` policy and inside that deadline. A request abandoned (timed
 out, interrupted) is forgotten and, where it may be running, cancelled on the server, here once
-for every transport (`Transport.request`).
+for every transport (`Transport.request`), off the caller's time: the caller's exception comes at
+its deadline, and the notice goes out afterwards (`transports._cancel`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from mcp_tasks._clock import Deadline
 from mcp_tasks._errors import METHOD_NOT_FOUND, McpError, RequestTimeout
 from mcp_tasks._retry import Retry
 from mcp_tasks._wire import IDEMPOTENT_METHODS, notification, valid_id
+from mcp_tasks.transports._cancel import CancelSender
 
 __all__ = ["CANCEL_TIMEOUT", "Message", "QueueStream", "Receiver", "RequestId", "Sent", "Stream", "Transport"]
 
@@ -39,8 +41,11 @@ a server's request, returns the response.
 
 
 CANCEL_TIMEOUT: Final = 1.0
-"""The most time telling the server that a request was abandoned may take (best effort: a notice
+"""The most time telling the server that a request was abandoned may take, counted from the moment
+the request was abandoned, on the transport's own time, never the caller's (best effort: a notice
 that cannot go out in that time is dropped, so abandoning a request never hangs)."""
+
+_MAKING = threading.Lock()  # makes a transport's cancel sender, once
 
 
 class Sent:
@@ -78,6 +83,8 @@ class Transport(abc.ABC):
     cancel_timeout: float = CANCEL_TIMEOUT
     """The budget for telling the server that a request was abandoned (see `request`)."""
     _receiver: Receiver | None = None
+    _cancels: CancelSender | None = None
+    _cancels_stopped: bool = False
 
     def attach(self, *, receiver: Receiver | None = None, retry: Retry | None = None) -> None:
         """Called once by the client: where unsolicited messages go (a receiver takes
@@ -120,9 +127,11 @@ class Transport(abc.ABC):
         `KeyboardInterrupt` while it waits, `SystemExit`, an exception out of the receiver): its
         pending state goes (no entry stays behind, no reader keeps waiting for it) and the
         exception goes on. When it may have reached the server and `cancellable` is true, the
-        server is then told with ``notifications/cancelled`` ``{"requestId", "reason"}``, sent
-        within `cancel_timeout` (`CANCEL_TIMEOUT`, 1 s) at most: a notice that cannot go out in
-        that time, or fails, is logged at debug and dropped, so abandoning never hangs.
+        server is then told with ``notifications/cancelled`` ``{"requestId", "reason"}``, off the
+        caller's time (the exception comes at the deadline, the notice after it), within
+        `cancel_timeout` (`CANCEL_TIMEOUT`, 1 s) at most: a notice that cannot go out in that
+        time, or fails, is logged at debug and dropped, so abandoning never hangs. `close` sends
+        the notices still waiting (within what is left of their budgets) before it closes.
         Pass ``cancellable=False`` for a request that must not be cancelled that way (a
         2025-11-25 task-augmented call: its task is cancelled with ``tasks/cancel`` only).
         """
@@ -237,10 +246,36 @@ class Transport(abc.ABC):
             log.debug("could not tell the server that request %r was abandoned: %r", request_id, failure)
 
     def _send_cancel(self, message: Message) -> None:
-        """Send a ``notifications/cancelled`` within `cancel_timeout` (transports whose sending
-        never blocks queue it instead).
+        """Hand a ``notifications/cancelled`` to this transport's one `CancelSender` (made with
+        the first), which sends it with `_deliver_cancel` within `cancel_timeout`, and return at
+        once. Transports whose sending never blocks queue it themselves instead.
         """
-        self.notify(message, Deadline(self.cancel_timeout))
+        with _MAKING:
+            sender = self._cancels
+            if sender is None and not self._cancels_stopped:
+                kind = type(self).__name__.removesuffix("Transport").lower() or "transport"
+                sender = CancelSender(f"{kind}-{str(id(self))[-6:]}", self._deliver_cancel, lambda: self.cancel_timeout)
+                self._cancels = sender
+        if sender is None:
+            log.debug("dropped a notifications/cancelled: the transport is closed")
+            return
+        sender.post(message)
+
+    def _deliver_cancel(self, message: Message, deadline: Deadline) -> None:
+        """Send one ``notifications/cancelled`` within `deadline`, on the cancel sender's thread
+        (`notify`, unless the transport knows better).
+        """
+        self.notify(message, deadline)
+
+    def _stop_cancels(self) -> None:
+        """For `close`, before the connection goes: take no more notices, send those waiting
+        (within their budgets), join the sender's thread. Idempotent.
+        """
+        with _MAKING:
+            self._cancels_stopped = True
+            sender = self._cancels
+        if sender is not None:
+            sender.close()
 
 
 def request_ids(keys: Iterable[object]) -> frozenset[RequestId]:

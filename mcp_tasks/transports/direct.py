@@ -202,9 +202,9 @@ class DirectTransport(Transport):
         with self._lock:
             return request_ids(self._inflight.values())
 
-    def _send_cancel(self, message: Message) -> None:
-        """See `Transport._send_cancel`: the server handles the notice on a worker, waited for
-        `cancel_timeout` at most.
+    def _deliver_cancel(self, message: Message, deadline: Deadline) -> None:
+        """See `Transport._deliver_cancel`: the server handles the notice on a worker, waited for
+        until `deadline` at most (on the cancel sender's thread, never the caller's).
         """
         wire = _over_the_wire(message)
         done = threading.Event()
@@ -216,7 +216,7 @@ class DirectTransport(Transport):
                 log.debug("the server failed on a notifications/cancelled: %r", exc)
 
         self._workers.run(job, done)
-        if not wait_sliced(done, self.cancel_timeout):
+        if not wait_sliced(done, deadline.remaining()):
             log.debug("the server did not take the notifications/cancelled within %.1fs", self.cancel_timeout)
 
     def notify(self, message: Message, deadline: Deadline | None = None) -> None:
@@ -266,7 +266,10 @@ class DirectTransport(Transport):
         return stream
 
     def close(self) -> None:
-        """Cancel what is still running on the server for this client and join the workers."""
+        """Send the notices of abandoned requests still waiting (within their budgets), cancel what
+        is still running on the server for this client and join the workers.
+        """
+        self._stop_cancels()
         with self._lock:
             if self._closed:
                 return

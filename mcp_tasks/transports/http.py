@@ -53,7 +53,8 @@ is. Redirects are not followed on either path. A 401 or 403 that no auth object 
 `McpError` of kind ``authorization`` naming the URL and the server's ``WWW-Authenticate``.
 
 **Abandoned requests** (see `Transport.request`): the answer's connection is closed, and the
-server is sent ``notifications/cancelled`` when the request may be running there: once it went
+server is sent ``notifications/cancelled`` (by the transport's cancel sender, after the caller's
+exception, in a POST of its own under a watch of its own) when the request may be running there: once it went
 straight to a connection to the server, or, through `Session.request`, once the server accepted
 it (a failure before that may be an auth object's own, and a cancellation must never start an
 authorization flow). `close` fails the requests still waiting.
@@ -396,8 +397,10 @@ class HttpTransport(Transport):
     def close(self) -> None:
         """Close open streams and fail the requests still waiting; end a handshake session (its
         GET stream, then DELETE it, unless it was joined); close the requests session unless it
-        was passed in. Idempotent.
+        was passed in. The notices of abandoned requests still waiting go out first (within their
+        budgets). Idempotent.
         """
+        self._stop_cancels()
         with self._lock:
             if self._closed:
                 return
