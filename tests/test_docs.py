@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import inspect
 import io
 import json
 import os
 import re
 import subprocess
 import sys
+import textwrap
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,6 +113,50 @@ def test_each_example_runs_alone_from_any_directory(example: Example, tmp_path: 
     assert done.returncode == 0, done.stderr
     for text in example.prints:
         assert text in done.stdout, f"{text!r} not printed; it printed:\n{done.stdout}"
+
+
+LITERAL = re.compile(r"::\n\n((?:(?: {4}.*)?\n)+)")
+"""A literal block in a docstring (reST's `::`): the API reference shows it as code."""
+
+PRELUDE = """
+import mcp_tasks as mt
+from mcp_tasks.server import Server
+
+server = Server(poll_interval=0.05)
+server.add_tool(lambda ctx: {"done": True}, name="export", task="required")
+client = mt.Client.direct(server)
+task = mt.call_tool(client, "export")
+"""
+"""What a docstring's example may take as given: a `client`, and a `task` it started."""
+
+
+def _docstring_examples() -> list[tuple[str, str]]:
+    """The code blocks in the docstrings of the public names and their members, by name."""
+    found = []
+    for module in (mt, mcp_tasks.server):
+        for name in module.__all__:
+            value = getattr(module, name)
+            members = [(name, value)]
+            if inspect.isclass(value):
+                members += [(f"{name}.{key}", member) for key, member in vars(value).items() if not key.startswith("_")]
+            for qualified, member in members:
+                doc = inspect.getdoc(member) if callable(member) or isinstance(member, property) else None
+                for block in LITERAL.findall((doc or "") + "\n"):
+                    found.append((f"{module.__name__}.{qualified}", textwrap.dedent(block)))
+    return found
+
+
+DOCSTRING_EXAMPLES = _docstring_examples()
+
+
+@pytest.mark.parametrize(("name", "code"), DOCSTRING_EXAMPLES, ids=[name for name, _ in DOCSTRING_EXAMPLES])
+def test_each_docstring_example_runs(name: str, code: str, tmp_path: Path) -> None:
+    """The API reference shows these as code: each runs, given a client and a task."""
+    program = PRELUDE + code + "\nclient.close()\nserver.close()\n"
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=120, cwd=tmp_path, env=_example_env()
+    )
+    assert done.returncode == 0, f"{name}: {done.stderr}"
 
 
 def test_every_public_name_is_in_the_api_reference() -> None:

@@ -28,6 +28,7 @@ import pytest
 import websocket
 
 from tests.conftest import ROOT
+from tests.test_docs import DOCSTRING_EXAMPLES, FENCE
 
 SITE = ROOT / "build" / "site"
 DOCS = ROOT / "docs" / "src"
@@ -265,3 +266,19 @@ def test_the_search_finds_wait_all_in_the_many_tasks_guide(site: str, browser: D
     links = browser.evaluate(FIND_RESULTS)
     assert any("/guides/many-tasks/" in link for link in links), links
     assert browser.evaluate("document.querySelector('.md-search__input').value") == "wait_all"
+
+
+def test_every_python_block_on_the_site_is_an_example_that_runs(site: str) -> None:
+    """The site shows no code but what tests/test_docs.py runs: the pages' Python blocks, the
+    docstrings' examples, and the signatures the API reference draws from the code."""
+    shown = in_docstrings = 0
+    for page in SITE.rglob("*.html"):
+        html = page.read_text()
+        shown += html.count('<div class="language-python highlight">')
+        if "reference" in page.relative_to(SITE).parts:
+            in_docstrings += html.count('<div class="language-text highlight">')
+            code = html.replace('<div class="language-python doc-signature', "")
+            assert code.count('<div class="language-') == code.count('<div class="language-text highlight">'), page
+    in_sources = sum(len(FENCE.findall(page.read_text())) for page in DOCS.rglob("*.md"))
+    assert shown == in_sources > 0
+    assert in_docstrings == len(DOCSTRING_EXAMPLES)
