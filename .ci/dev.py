@@ -1,9 +1,11 @@
 """Bootstrap for a fresh clone that has only Python 3: makes .venv, installs, and runs.
 
 python3 .ci/dev.py demo            the demo: a task end to end on the embedded reference server
-python3 .ci/dev.py test [ARGS]     the whole test suite (ARGS go to pytest)
+python3 .ci/dev.py test [ARGS]     the whole test suite (ARGS go to pytest; the site is built first
+                                   when it changed, unless --no-docs)
 python3 .ci/dev.py lint            ruff and mypy --strict
 python3 .ci/dev.py floors [ARGS]   the fast suite in .venv-floors, at the dependency floors (.ci/floors.txt)
+python3 .ci/dev.py docs            the documentation site, built strictly into build/site (tools in .venv-docs)
 """
 
 from __future__ import annotations
@@ -68,6 +70,55 @@ def ensure_floors_venv() -> Path:
     return python
 
 
+DOCS_VENV = ROOT / ".venv-docs"
+SITE = ROOT / "build" / "site"
+SITE_SOURCES = ("docs", "mcp_tasks", "CHANGELOG.md", "setup.cfg")
+"""What the site is built from: a change to any of these makes `test` build it again."""
+
+
+def ensure_docs_venv() -> Path:
+    """Create .venv-docs with the pinned tools of the docs extra (the site is built from the source
+    tree, so the project itself is not installed there).
+    """
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg")
+    tools = [line.strip() for line in config["options.extras_require"]["docs"].splitlines() if line.strip()]
+    stamp_value = hashlib.sha256("\n".join(tools).encode()).hexdigest()
+    bin_dir = DOCS_VENV / ("Scripts" if os.name == "nt" else "bin")
+    stamp = DOCS_VENV / ".installed"
+    if stamp.exists() and stamp.read_text() == stamp_value:
+        return bin_dir / "python"
+    venv.EnvBuilder(with_pip=True, clear=True).create(DOCS_VENV)
+    python = bin_dir / "python"
+    run(python, "-m", "pip", "install", "--quiet", *tools)
+    stamp.write_text(stamp_value)
+    return python
+
+
+def site_digest() -> str:
+    """A digest of every file the site is built from."""
+    digest = hashlib.sha256()
+    for name in SITE_SOURCES:
+        source = ROOT / name
+        files = sorted(source.rglob("*")) if source.is_dir() else [source]
+        for path in files:
+            if path.is_file() and "__pycache__" not in path.parts:
+                digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def build_docs(*, always: bool) -> None:
+    """Build the site strictly into build/site; unless `always`, only when a source changed."""
+    stamp = SITE / ".sources"
+    digest = site_digest()
+    if not always and stamp.exists() and stamp.read_text() == digest:
+        return
+    python = ensure_docs_venv()
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
+    run(python, "-m", "mkdocs", "build", "--strict", "--config-file", ROOT / "docs" / "mkdocs.yml", env=env)
+    stamp.write_text(digest)
+
+
 def main(argv: list[str]) -> int:
     """Dispatch a command; returns the exit code."""
     command = argv[0] if argv else "test"
@@ -80,6 +131,12 @@ def main(argv: list[str]) -> int:
         except subprocess.CalledProcessError as exc:
             return exc.returncode or 1
         return 0
+    if command == "docs":
+        try:
+            build_docs(always=True)
+        except subprocess.CalledProcessError as exc:
+            return exc.returncode or 1
+        return 0
     python = ensure_venv()
     try:
         if command == "demo":
@@ -88,7 +145,9 @@ def main(argv: list[str]) -> int:
             peers = ROOT / ".ci" / "peers.py"
             if peers.exists() and "--no-peers" not in rest:
                 run(python, peers, "install")
-            rest = [a for a in rest if a != "--no-peers"]
+            if "--no-docs" not in rest:
+                build_docs(always=False)  # the site's browser test reads the built site
+            rest = [a for a in rest if a not in ("--no-peers", "--no-docs")]
             run(python, "-m", "pytest", *rest)
         elif command == "lint":
             run(python, "-m", "ruff", "check", ".")

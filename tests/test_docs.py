@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import inspect
 import io
 import json
 import os
 import re
 import subprocess
 import sys
+import textwrap
+import tokenize
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -19,58 +23,160 @@ from mcp_tasks._demo import run_demo
 from tests.conftest import ROOT, STDIO_SERVER
 
 README = (ROOT / "README.md").read_text()
+DOCS = ROOT / "docs" / "src"
+PAGES = [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]
+"""The README and every page of the site: each Python block in them runs in a test."""
+
+FENCE = re.compile(r"(?:<!-- stdin: (?P<stdin>.*?) -->\n)?```python\n(?P<code>.*?)```", re.S)
 
 
-BLOCKS = re.findall(r"```python\n(.*?)```", README, re.S)
-PRINTS = {
-    "## Calling a tool": [],
-    "## Outcomes": ["200 working", "cancelled"],
-    "## Waiting": ["['working', 'completed']"],
-    "## Many tasks from a web app": ["40 {'hello': 'user7'}"],
-    "## Many tasks": ["20 exported", "6/6 done", "[0, 1, 2]"],
-    "## Input the server asks for": ["Delete /tmp/x?"],
-    "## Asking a person": ["{'hello': 'Ada'}"],
-    "## Transports": ["{'report': 'stdio', 'exported': 2}", "{'report': 'http'}"],
-    "## Authorization": [],
-    "## Legacy servers": [
-        "2026-07-28 modern\n{'report': 'modern', 'exported': 2}",
-        "2025-11-25 legacy\n{'report': 'legacy', 'exported': 2}",
-    ],
-    "## Resuming: the task store": ["square working\n{'n': 7}"],
-    "## Resuming by id": ["{'n': 7}"],
-    "## Use it from Flask": ["{'hello': 'Ada'}"],
-    "## Use it in Jupyter": ["{'loss': 0.1}"],
-    "## Tracing": ["tools/call export (SERVER)\ntools/call export (CLIENT)", "task export (INTERNAL)"],
-}
+@dataclass(frozen=True)
+class Example:
+    """One Python block of a page: where it is, its code, and what a person types for it."""
+
+    page: str
+    heading: str
+    code: str
+    stdin: str
+
+    @property
+    def prints(self) -> list[str]:
+        """What it says it prints: the comment on each line that calls print()."""
+        said = []
+        tokens = tokenize.generate_tokens(io.StringIO(self.code).readline)
+        for token in tokens:
+            if token.type == tokenize.COMMENT and "print(" in token.line[: token.start[1]]:
+                said.append(token.string[1:].strip())
+        return said
 
 
-STDIN = {"## Asking a person": "Ada\n"}
-"""What a person types for a section's example (every other example gets a closed stdin)."""
+def _examples(page: Path) -> list[Example]:
+    text = page.read_text()
+    found = []
+    for match in FENCE.finditer(text):
+        before = re.sub(r"(?ms)^```.*?^```", "", text[: match.start()])
+        headings = re.findall(r"(?m)^#{1,3} (.+)$", before)
+        stdin = (match.group("stdin") or "").encode().decode("unicode_escape")
+        name = str(page.relative_to(ROOT))
+        found.append(Example(name, headings[-1] if headings else "", match.group("code"), stdin))
+    return found
 
 
-def _section(block: str) -> str:
-    before = README[: README.index(block)]
-    return before[before.rindex("\n## ") + 1 :].split("\n", 1)[0]
+EXAMPLES = [example for page in PAGES for example in _examples(page)]
 
 
-def test_every_section_with_an_example_is_checked() -> None:
-    assert len(BLOCKS) == len(PRINTS)
-    for block in BLOCKS:
-        assert any(_section(block).startswith(title) for title in PRINTS), _section(block)
-
-
-@pytest.mark.parametrize("block", BLOCKS, ids=[_section(b)[3:20] for b in BLOCKS])
-def test_each_readme_example_runs_alone_from_any_directory(block: str, tmp_path: Path) -> None:
-    """Each block in a fresh interpreter, in an empty directory: nothing from the others, nor the repo."""
+def _example_env() -> dict[str, str]:
+    """The environment of an example: the package of the tree under test, nothing else of it."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    typed = next((text for title, text in STDIN.items() if _section(block).startswith(title)), "")
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
+def test_the_site_and_the_readme_have_examples() -> None:
+    pages = {example.page for example in EXAMPLES}
+    assert "README.md" in pages
+    for guide in sorted((DOCS / "guides").glob("*.md")):
+        assert str(guide.relative_to(ROOT)) in pages, f"{guide.name} has no example"
+
+
+def test_every_example_that_prints_says_what() -> None:
+    for example in EXAMPLES:
+        if "print(" in example.code:
+            assert example.prints, f"{example.page} ({example.heading}): say what a print() prints in its comment"
+
+
+def test_the_examples_run_the_tree_under_test(tmp_path: Path) -> None:
+    """Not whatever mcp_tasks the interpreter would find: the one in this checkout."""
     done = subprocess.run(
-        [sys.executable, "-c", block], input=typed, capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env
+        [sys.executable, "-c", "import mcp_tasks; print(mcp_tasks.__file__)"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env=_example_env(),
+    )
+    assert Path(done.stdout.strip()).resolve() == (ROOT / "mcp_tasks" / "__init__.py").resolve(), done.stderr
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[f"{e.page}:{e.heading}" for e in EXAMPLES])
+def test_each_example_runs_alone_from_any_directory(example: Example, tmp_path: Path) -> None:
+    """Each block in a fresh interpreter, in an empty directory: nothing from the others, nor the repo."""
+    done = subprocess.run(
+        [sys.executable, "-c", example.code],
+        input=example.stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=_example_env(),
     )
     assert done.returncode == 0, done.stderr
-    expected = next(prints for title, prints in PRINTS.items() if _section(block).startswith(title))
-    for text in expected:
-        assert text in done.stdout
+    for text in example.prints:
+        assert text in done.stdout, f"{text!r} not printed; it printed:\n{done.stdout}"
+
+
+LITERAL = re.compile(r"::\n\n((?:(?: {4}.*)?\n)+)")
+"""A literal block in a docstring (reST's `::`): the API reference shows it as code."""
+
+PRELUDE = """
+import mcp_tasks as mt
+from mcp_tasks.server import Server
+
+server = Server(poll_interval=0.05)
+server.add_tool(lambda ctx: {"done": True}, name="export", task="required")
+client = mt.Client.direct(server)
+task = mt.call_tool(client, "export")
+"""
+"""What a docstring's example may take as given: a `client`, and a `task` it started."""
+
+
+def _docstring_examples() -> list[tuple[str, str]]:
+    """The code blocks in the docstrings of the public names and their members, by name."""
+    found = []
+    for module in (mt, mcp_tasks.server):
+        for name in module.__all__:
+            value = getattr(module, name)
+            members = [(name, value)]
+            if inspect.isclass(value):
+                members += [(f"{name}.{key}", member) for key, member in vars(value).items() if not key.startswith("_")]
+            for qualified, member in members:
+                doc = inspect.getdoc(member) if callable(member) or isinstance(member, property) else None
+                for block in LITERAL.findall((doc or "") + "\n"):
+                    found.append((f"{module.__name__}.{qualified}", textwrap.dedent(block)))
+    return found
+
+
+DOCSTRING_EXAMPLES = _docstring_examples()
+
+
+@pytest.mark.parametrize(("name", "code"), DOCSTRING_EXAMPLES, ids=[name for name, _ in DOCSTRING_EXAMPLES])
+def test_each_docstring_example_runs(name: str, code: str, tmp_path: Path) -> None:
+    """The API reference shows these as code: each runs, given a client and a task."""
+    program = PRELUDE + code + "\nclient.close()\nserver.close()\n"
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=120, cwd=tmp_path, env=_example_env()
+    )
+    assert done.returncode == 0, f"{name}: {done.stderr}"
+
+
+def test_every_public_name_is_in_the_api_reference() -> None:
+    pages = "".join(page.read_text() for page in (DOCS / "reference").glob("*.md"))
+    documented = set(re.findall(r"(?m)^::: ([\w.]+)$", pages))
+    for module in (mt, mcp_tasks.server):
+        for name in module.__all__:
+            if name != "__version__":
+                qualified = f"{module.__name__}.{name}"
+                assert qualified in documented, f"{qualified} is not in docs/src/reference"
+
+
+def test_the_readme_links_every_guide() -> None:
+    for guide in sorted((DOCS / "guides").glob("*.md")):
+        assert f"](docs/src/guides/{guide.name})" in README, f"README.md does not link {guide.name}"
+
+
+def test_the_changelog_page_includes_the_changelog() -> None:
+    """Included when the site is built, never copied: one CHANGELOG.md."""
+    assert (DOCS / "changelog.md").read_text().strip() == '--8<-- "CHANGELOG.md"'
 
 
 def test_the_quick_start_has_exactly_two_commands() -> None:
