@@ -8,23 +8,29 @@ waited on, by any thread, and the news they bring to the waits (a channel attach
   a new stream calls for (`claim`): it reads from the last cued back while the waits read from
   the first on, so that 10,000 tasks made first and then waited on are caught up with two reads
   in flight.
-- On a 2026-07-28 connection one manager thread (``mcp_tasks-watch``) opens the streams: new ids
-  are gathered for a moment and placed on a stream of their own while fewer than `MAX_STREAMS` are
-  open, else merged with the open ones into one stream (opened before the old ones close, so no
-  notification falls between). A server's cap on ids per stream is learnt from its -32602 (the
-  chunk is halved); ids beyond `MAX_STREAMS` streams, ids the acknowledgement leaves out, and ids
-  whose stream dropped `MAX_REOPENS` times are polled by their waits. Each stream costs one
-  thread, its reader (``mcp_tasks-listen-<id>``), which turns its events into news here; so the
-  watch runs at most ``1 + MAX_STREAMS + 1`` threads (the manager, and the readers while a merged
-  stream replaces the old one) for all the client's waits, whatever their number.
+- On a 2026-07-28 connection one manager thread (``mcp_tasks-watch``) opens the streams: new ids are
+  gathered for a moment and placed on a stream of their own while fewer than `MAX_STREAMS` are open,
+  else merged with the open ones into one stream (opened before the old ones close, so no
+  notification falls between). A server's cap on ids per stream is learnt only from a -32602 that
+  says so (it names a limit: the chunk is halved), or when the chunk without its new ids is refused
+  too; a refusal of new ids alone has those ids polled (their waits hear why). A learnt cap is tried
+  doubled again after `CAP_TRUST` streams opened under it. Ids beyond `MAX_STREAMS` streams, ids the
+  acknowledgement leaves out, and ids whose stream dropped `MAX_REOPENS` times are polled by their
+  waits. Each stream costs one thread, its reader (``mcp_tasks-listen-<id>``), which turns its
+  events into news here; so the watch runs at most ``1 + MAX_STREAMS + 1`` threads (the manager, and
+  the readers while a merged stream replaces the old one) for all the client's waits, whatever their
+  number.
 - On a 2025-11-25 session the status notifications the session pushes unasked are cues.
 """
 
 from __future__ import annotations
 
 import contextvars
+import enum
 import logging
+import re
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
@@ -44,8 +50,16 @@ __all__ = ["MAX_REOPENS", "MAX_STREAMS", "READ", "Inbox", "Watch", "watch_of"]
 
 log = logging.getLogger("mcp_tasks")
 
-READ = None
-"""The cue to read a task once (a notification without the full status, lost events, a new stream)."""
+
+class Cue(enum.Enum):
+    """News that is not a Status."""
+
+    READ = "read"
+    """Read the task once (a notification without the full status, lost events, a new stream)."""
+
+
+READ = Cue.READ
+News = Status | Cue
 TASK_NOTIFICATIONS = frozenset({"notifications/tasks", "notifications/tasks/status"})
 MAX_STREAMS = 1
 """One stream, widened by reopening: with the futures watcher the library's threads stay at most 4
@@ -57,18 +71,27 @@ GATHER = 0.02
 """Seconds new ids are gathered before a stream is opened for them (10,000 creations, few opens)..."""
 MERGE_GATHER = 0.25
 """...and before the open streams are merged with them into one (a larger stream, reopened less often)."""
+CAP_TRUST = 8
+"""Streams opened under a learnt cap before it is tried doubled (a server's limit may be lifted)."""
+CAP_REFUSAL = re.compile(r"at most|too many|maximum|\bmax\b|limit|exceed", re.IGNORECASE)
+"""What a -32602 refusing a stream says when it is about the number of ids."""
 OPEN_TIMEOUT = 10.0
 CLOSE_TIMEOUT = 5.0
 
 
 class Inbox:
-    """The news of one wait (a group of tasks): task id -> the latest Status, or `READ`."""
+    """The news of one wait (a group of tasks): task id -> the latest Status, or `READ`. Its
+    `changed` (on the watch's lock) is notified only when news of its own tasks comes, or the
+    watch closes: a thousand waits are not all woken by each one's news.
+    """
 
     def __init__(self, watch: Watch) -> None:
         self.watch = watch
-        self.news: dict[str, Status | None] = {}
+        self.news: dict[str, News] = {}
+        self.changed = threading.Condition(watch.lock)
+        watch.register(self)
 
-    def take(self) -> dict[str, Status | None]:
+    def take(self) -> dict[str, News]:
         """Everything that came since the last take (the watch's lock held by the caller)."""
         news, self.news = self.news, {}
         return news
@@ -85,12 +108,69 @@ class _Stream:
         self.early: list[Event] = []  # events that came between its acknowledgement and then
 
 
+class CatchUp:
+    """The reads a new stream calls for (its ids' state before it): the waits read them from the
+    first on (`claim`), the manager from the last back (`next`), so that two reads are in flight.
+    Kept under the watch's lock.
+    """
+
+    def __init__(self) -> None:
+        self.due: set[str] = set()  # ids a new stream took, not yet read since
+        self.order: list[str] = []  # the same, in the order they came
+        self.reading: str | None = None  # the id the manager reads now
+        self.caught: set[str] = set()  # ids the manager read (or reads): their waits need not
+        self.overtaken = False  # news of `reading` came on its stream meanwhile
+
+    def add(self, task_id: str) -> None:
+        self.due.add(task_id)
+        self.order.append(task_id)
+
+    def forget(self, task_id: str) -> None:
+        self.due.discard(task_id)
+        self.caught.discard(task_id)
+
+    def claim(self, task_id: str) -> bool:
+        """Whether a wait should read `task_id` itself (False: the manager read it: news comes)."""
+        self.due.discard(task_id)
+        if task_id in self.caught:
+            self.caught.discard(task_id)
+            return False
+        return True
+
+    def next(self) -> str | None:
+        """The next id for the manager to read (the last one due), now `reading`."""
+        while self.order:
+            candidate = self.order.pop()
+            if candidate in self.due:
+                self.due.discard(candidate)
+                self.reading, self.overtaken = candidate, False
+                self.caught.add(candidate)
+                return candidate
+        return None
+
+    def news(self, task_id: str) -> None:
+        """News of `task_id` came on its stream: fresher than a catch-up read in flight."""
+        if task_id == self.reading:
+            self.overtaken = True
+
+    def read(self, status: News) -> bool:
+        """The manager's read of `reading` ended with `status` (`READ`: it failed); whether to
+        tell it (not when the stream's news overtook it).
+        """
+        task_id, self.reading = self.reading, None
+        if (status is READ or self.overtaken) and task_id is not None:
+            self.caught.discard(task_id)  # its wait reads it if its news says so
+        return not self.overtaken
+
+
 class Watch:
     """See the module docstring. Safe to share between threads; `close()` joins its threads."""
 
     def __init__(self, channel: Channel, side: TaskSide) -> None:
         self.channel = channel
-        self.changed = threading.Condition()
+        self.lock = threading.RLock()
+        self.changed = threading.Condition(self.lock)  # the manager's: ids to place, streams to close, reads
+        self._inboxes: weakref.WeakSet[Inbox] = weakref.WeakSet()
         self.opens = 0  # streams opened so far (the benchmark reports it)
         self._wanted: dict[str, list[Inbox]] = {}
         self._unplaced: set[str] = set()  # wanted, on no stream yet, not polled for good
@@ -100,22 +180,24 @@ class Watch:
         self._streams: list[_Stream] = []
         self._closing: list[_Stream] = []
         self._cap: int | None = None
+        self._under_cap = 0  # streams opened under the learnt cap
         self._listen = True
         self._failures = 0
         self._stop = threading.Event()
         self._manager: threading.Thread | None = None
         self._meta: Any = None
         self._protocol: TaskProtocol | None = None
-        self._catching: set[str] = set()  # ids a new stream took, not yet read since
-        self._catch: list[str] = []  # the same, in the order they came (the manager takes the last)
-        self._reading: str | None = None  # the id the manager is reading for a catch-up
-        self._caught: set[str] = set()  # ids it read (or reads), whose waits need not
+        self._catch = CatchUp()
         self._scopes: dict[str, Callable[[], AbstractContextManager[None]]] = {}
-        self._overtaken = False  # news of it came on its stream meanwhile
         self._context: contextvars.Context | None = None
         side.listeners.append(self._session_notification)
 
     # -- the waits' side ----------------------------------------------------------------------
+
+    def register(self, inbox: Inbox) -> None:
+        """`inbox` is woken when the watch closes."""
+        with self.lock:
+            self._inboxes.add(inbox)
 
     def want(
         self,
@@ -157,8 +239,7 @@ class Watch:
                     self._unplaced.discard(task_id)
                     self._polled.discard(task_id)
                     self._drops.pop(task_id, None)
-                    self._catching.discard(task_id)
-                    self._caught.discard(task_id)
+                    self._catch.forget(task_id)
                     self._scopes.pop(task_id, None)
                     stream = self._streamed.pop(task_id, None)
                     if stream is not None:
@@ -172,11 +253,7 @@ class Watch:
         (its status comes as news). A wait that reads it first spares the manager that read.
         """
         with self.changed:
-            self._catching.discard(task_id)
-            if task_id in self._caught:
-                self._caught.discard(task_id)
-                return False
-            return True
+            return self._catch.claim(task_id)
 
     def placed(self) -> set[str]:
         """The ids acknowledged on an open stream now."""
@@ -189,11 +266,13 @@ class Watch:
 
     # -- news ---------------------------------------------------------------------------------
 
-    def _tell(self, task_id: str, news: Status | None) -> None:
-        """Give `news` of a task to the waits that want it (the lock held)."""
+    def _tell(self, task_id: str, news: News) -> None:
+        """Give `news` of a task to the waits that want it, and wake them (the lock held)."""
         for inbox in self._wanted.get(task_id, ()):
-            inbox.news[task_id] = news
-        self.changed.notify_all()
+            kept = inbox.news.get(task_id)
+            if not (isinstance(kept, Status) and kept.terminal):  # the first terminal one stays
+                inbox.news[task_id] = news
+            inbox.changed.notify()
 
     def _session_notification(self, method: str, params: dict[str, Any]) -> None:
         task_id = params.get("taskId")
@@ -228,8 +307,8 @@ class Watch:
         task_id = params.get("taskId")
         if not isinstance(task_id, str) or task_id not in stream.ids:
             return
-        if task_id == self._reading:
-            self._overtaken = True  # this news is at least as fresh as the catch-up read
+        self._catch.news(task_id)  # at least as fresh as a catch-up read in flight
+        status: Status | None
         try:
             status = decode(params, "modern", task_id)
         except McpError:
@@ -252,6 +331,7 @@ class Watch:
             else:
                 self._unplaced.add(task_id)
             self._tell(task_id, READ)  # what the stream said before it ended may be lost
+        self.changed.notify_all()  # the manager reopens or closes
 
     # -- the manager thread -------------------------------------------------------------------
 
@@ -259,7 +339,7 @@ class Watch:
         while not self._stop.is_set():
             with self.changed:
                 closing, self._closing = self._closing, []
-                if not closing and not self._unplaced and not self._catch:
+                if not closing and not self._unplaced and not self._catch.due:
                     if not self._stop.is_set():  # read under the lock: `close` notifies under it
                         self.changed.wait()
                     continue
@@ -293,28 +373,18 @@ class Watch:
             with self.changed:
                 if self._unplaced or self._closing:
                     return
-                task_id = None
-                while self._catch and task_id is None:
-                    candidate = self._catch.pop()
-                    if candidate in self._catching:
-                        self._catching.discard(candidate)
-                        task_id = candidate
+                task_id = self._catch.next()
                 if task_id is None:
                     return
-                self._reading, self._overtaken = task_id, False
-                self._caught.add(task_id)
                 scope = self._scopes.get(task_id, nullcontext)
-            status: Status | None
+            status: News
             try:
                 with scope():
                     status = self._protocol.read(task_id, Deadline(OPEN_TIMEOUT), self._meta)
             except McpError:
                 status = READ  # its wait reads it, and hears why it failed
             with self.changed:
-                self._reading = None
-                if status is READ or self._overtaken:
-                    self._caught.discard(task_id)  # its wait reads it if its news says so
-                if not self._overtaken:
+                if self._catch.read(status):
                     self._tell(task_id, status)
 
     def _retire(self, stream: _Stream) -> None:
@@ -339,18 +409,42 @@ class Watch:
         ids = sorted(merged) + sorted(batch - merged)
         while ids and slots > 0 and self._listen and not self._stop.is_set():
             chunk = ids if self._cap is None else ids[: self._cap]
-            if not self._open(chunk):
-                if split and self._cap is not None and self._cap < len(chunk):
-                    continue  # the cap was just learnt: try the smaller chunk
-                break
-            ids = ids[len(chunk) :]
-            slots -= 1
+            refused = self._open(chunk)
+            if refused is None:
+                ids = ids[len(chunk) :]
+                slots -= 1
+                continue
+            old = [i for i in chunk if i in merged]
+            if refused == "ids" and old and len(old) < len(chunk):
+                # Not said to be about the number of ids: one of the new ids may be what the server
+                # refuses. The stream without them: when it opens, the new ones are polled.
+                if self._open(old) is None:
+                    break
+                refused = "cap"  # the old ids alone were refused too: a cap after all
+            if refused in ("cap", "ids") and len(chunk) > 1:  # (new ids alone: halving finds a bad one)
+                self._learn_cap(len(chunk) // 2)
+                continue  # try the smaller chunk
+            break
         with self.changed:
             for task_id in ids:
                 if task_id in self._wanted and task_id not in self._streamed:
                     self._poll(task_id)
 
-    def _open(self, ids: list[str]) -> bool:
+    def _learn_cap(self, cap: int) -> None:
+        self._cap, self._under_cap = max(cap, 1), 0
+        log.debug("the server refused more ids on one stream; trying %d", self._cap)
+
+    def _opened_under_cap(self) -> None:
+        """One more stream opened: a learnt cap is tried doubled after `CAP_TRUST` of them."""
+        if self._cap is not None:
+            self._under_cap += 1
+            if self._under_cap >= CAP_TRUST:
+                self._cap, self._under_cap = self._cap * 2, 0
+
+    def _open(self, ids: list[str]) -> str | None:
+        """Open a stream for `ids`: None when it opened; else why not: ``"cap"`` (a -32602 that
+        names a limit), ``"ids"`` (another -32602), ``"other"``.
+        """
         try:
             if self._protocol is None:
                 self._protocol = protocol_of(self.channel, Deadline(OPEN_TIMEOUT))
@@ -368,15 +462,16 @@ class Watch:
             subscription.close()
             log.debug("the listen acknowledgement has no taskIds: the client's tasks are polled")
             self._no_listen()
-            return False
+            return "other"
         self.opens += 1
+        self._opened_under_cap()
         with self.changed:
             if not self._stop.is_set():
                 self._add_stream(stream, subscription, accepted, ids)
-                return True
+                return None
             stream.closing = True
         subscription.close()  # the watch closed while this stream was opening
-        return False
+        return "other"
 
     def _add_stream(self, stream: _Stream, subscription: Subscription, accepted: list[Any], ids: list[str]) -> None:
         """Start following a new stream (the lock held): cue the ids it took, poll those it left,
@@ -395,8 +490,7 @@ class Watch:
                 stream.live += 1
                 if was is None:
                     self._tell(task_id, READ)  # catch up on what came before the stream
-                    self._catching.add(task_id)  # (its wait, or the manager, reads it)
-                    self._catch.append(task_id)
+                    self._catch.add(task_id)  # (its wait, or the manager, reads it)
                 else:
                     was.live -= 1  # merged into the new stream
             elif task_id not in self._streamed:
@@ -408,21 +502,20 @@ class Watch:
         for event in early:
             self._take_event(stream, event)
 
-    def _open_failed(self, ids: list[str], exc: McpError) -> bool:
+    def _open_failed(self, ids: list[str], exc: McpError) -> str:
         if exc.code == METHOD_NOT_FOUND:
             log.debug("the server has no subscriptions/listen: the client's tasks are polled")
             self._no_listen()
-        elif exc.code == INVALID_PARAMS and len(ids) > 1:
-            self._cap = len(ids) // 2  # a cap on ids per stream (or one bad id: halving finds it)
-            log.debug("the server refused %d ids on one stream; trying %d", len(ids), self._cap)
-        elif exc.code == INVALID_PARAMS:
-            pass  # one id the server does not know: its wait polls it and hears why
-        else:
-            self._failures += 1
-            log.debug("could not open a listen stream (%s)", exc.message)
-            if self._failures >= MAX_OPEN_FAILURES:
-                self._no_listen()
-        return False
+            return "other"
+        if exc.code == INVALID_PARAMS and exc.kind != "transport":
+            if len(ids) > 1 and CAP_REFUSAL.search(exc.message or ""):
+                return "cap"
+            return "ids"  # an id the server does not know (its wait polls it and hears why), or a cap unsaid
+        self._failures += 1
+        log.debug("could not open a listen stream (%s)", exc.message)
+        if self._failures >= MAX_OPEN_FAILURES:
+            self._no_listen()
+        return "other"
 
     def _no_listen(self) -> None:
         with self.changed:
@@ -447,6 +540,8 @@ class Watch:
             for stream in streams:
                 stream.closing = True
             self.changed.notify_all()
+            for inbox in list(self._inboxes):
+                inbox.changed.notify_all()
         self._shut(streams)
 
     def join(self) -> None:
