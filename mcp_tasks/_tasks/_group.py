@@ -1,11 +1,9 @@
-"""The group core: task waits driven from one thread (the members, their poll schedule, their
-news from the client's shared `Watch`), for the waits on a set (_many.py), the futures' driver
-(_driver.py) and a single ``wait_task(listen=True)`` (_wait.py).
-
-One member's failure (a task the server does not know, reads that keep failing, an input handler
-that failed) is that member's end: it is kept as a `FailedWait` and the group goes on. Only the
-deadline (`TaskTimeout`, its ``.pending`` the unfinished), the client's close (the channel's
-``closed_error()``) and an interrupt end the group as a whole.
+"""The group core: task waits driven from one thread (members, their poll schedule, their news
+from the client's shared `Watch`), for the waits on a set (_many.py), the futures' driver
+(_driver.py) and a single ``wait_task(listen=True)`` (_wait.py). A member's failure (a task the
+server does not know, reads that keep failing, an input handler that raised) ends that member
+only (a `FailedWait`); only the deadline (`TaskTimeout`, its ``.pending`` the unfinished), the
+client's close (the channel's ``closed_error()``) and an interrupt end the group.
 """
 
 from __future__ import annotations
@@ -26,7 +24,7 @@ from mcp_tasks._tasks._options import WaitSettings
 from mcp_tasks._tasks._record import saved_ref
 from mcp_tasks._tasks._schedule import delay, expired, gone
 from mcp_tasks._tasks._task_wait import TaskWait
-from mcp_tasks._tasks._watch import READ, Inbox, watch_of
+from mcp_tasks._tasks._watch import READ, watch_of
 
 if TYPE_CHECKING:
     from mcp_tasks._client import Client
@@ -95,22 +93,18 @@ class Group:
         offload: Offload | None = None,
         on_timeout: Callable[[list[Member]], bool] | None = None,
     ) -> None:
-        self.client = client
-        self.settings = settings
-        self.listen = listen
-        self.deadline = deadline
-        self.offload = offload
-        self.on_timeout = on_timeout
+        self.client, self.settings, self.listen, self.deadline = client, settings, listen, deadline
+        self.offload, self.on_timeout = offload, on_timeout
         self.channel = client.channel
         self.watch = watch_of(client.channel)
-        self.inbox = Inbox(self.watch)
+        self.inbox = self.watch.inbox()
         self.members: list[Member] = []
         self._by_id: dict[str, list[Member]] = {}
         self._due: list[tuple[float, int, int]] = []
         self._seq = itertools.count()
         self._done: list[Member] = []
         self._open = 0
-        self._exits = ExitStack()
+        self._exits = ExitStack()  # the 2025-era waits' request owners
         self._made: list[Member] = []
         self._driven: dict[int, tuple[Status | None, Status] | Exception] = {}  # what offloaded input ended with
 
@@ -164,9 +158,7 @@ class Group:
         return member
 
     def _first_read(self, wait: TaskWait, given: Status | None, listen: bool) -> float:
-        """Seconds until a new member's first read: at once for a bare id polled; a task going
-        on a stream is read when the stream acknowledges it (the watch cues it): this is the fallback.
-        """
+        """Seconds to a new member's first read (one going on a stream is read when the watch cues it)."""
         if given is not None:
             return wait.poll_interval(given)
         if listen and wait.protocol.era == "modern":
@@ -187,7 +179,7 @@ class Group:
         return self._open
 
     def ready(self) -> bool:
-        """Whether some members are over and not yet handed out by `next_done`."""
+        """Whether some members are over, not yet handed out by `next_done`."""
         return bool(self._done)
 
     def pending(self) -> list[Member]:
@@ -359,7 +351,8 @@ class Group:
         else:
             self._observed(member, after[1], after[0])
 
-    def _interval(self, member: Member) -> float:
+    @staticmethod
+    def _interval(member: Member) -> float:
         last = member.wait.last
         return member.wait.settings.poll_interval if last is None else member.wait.poll_interval(last)
 
