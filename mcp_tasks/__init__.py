@@ -38,6 +38,7 @@ from mcp_tasks._subscription import Closed, Dropped, Notification, Subscription
 from mcp_tasks._tasks import (
     CANCEL_BUDGET,
     CallOptions,
+    FailedWait,
     ManyOptions,
     SubmitOptions,
     TaskFuture,
@@ -71,6 +72,7 @@ __all__ = [
     "ClientOptions",
     "Closed",
     "Dropped",
+    "FailedWait",
     "FileTokenStore",
     "InputError",
     "InputHandlers",

@@ -9,7 +9,9 @@ an attachment (`attachment`) and registers its owners on the dispatcher.
 
 Its public methods are the semi-public API that the tasks code (and any other extension) uses:
 `agree`, `send`, `list_tools`, `envelope`, `open_listen`, `attachment`, `dispatcher`, `tracing`
-(the tracing hook: `NO_TRACING`, which does nothing, unless the client traces).
+(the tracing hook: `NO_TRACING`, which does nothing, unless the client traces), and `closing` /
+`closed_error` (the one signal that the client is closing, which every blocking wait of an
+extension also waits on).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from mcp_tasks._errors import (
     ProtocolError,
     RequestTimeout,
     SessionExpired,
+    TransportError,
     name_request,
 )
 from mcp_tasks._input import NoHandler, answer_all
@@ -101,6 +104,11 @@ class Channel:
         self._tool_headers: dict[str, dict[str, str] | None] = {}
         self._attachments: dict[type[Any], Any] = {}
         self._attaching = threading.Lock()
+        self.closing = threading.Event()
+        """Set as `close()` begins, before anything else: a blocking wait anywhere (a pause, a
+        sleep on a condition that the attachment's ``close()`` notifies) waits on it too, and then
+        raises `closed_error()`.
+        """
         transport.attach(receiver=self.dispatcher.receive, retry=settings.retries)
 
     # -- the agreement ------------------------------------------------------------------------
@@ -338,6 +346,7 @@ class Channel:
         with a ``close()`` are closed first (their streams), those with a ``join()`` joined after
         (their threads, which the transport's end unblocks).
         """
+        self.closing.set()
         attached = list(self._attachments.values())
         for close in [getattr(a, "close", None) for a in attached]:
             if callable(close):
@@ -350,6 +359,11 @@ class Channel:
             for join in [getattr(a, "join", None) for a in attached]:
                 if callable(join):
                     join()
+
+    @staticmethod
+    def closed_error(cause: BaseException | None = None) -> TransportError:
+        """The one error with which every wait ends when the client closes under it."""
+        return TransportError("the client was closed", cause=cause)
 
     # -- one exchange ---------------------------------------------------------------------------
 

@@ -172,3 +172,37 @@ def test_errors_and_statuses_load_the_display_only_to_display(module: str) -> No
     assert "mcp_tasks._errors" in loaded or "mcp_tasks._redact" in loaded  # the check sees imports
     assert "mcp_tasks._display" not in loaded
     assert "mcp_tasks._display" in GRAPH[module]  # imported where something is displayed
+
+
+def test_no_import_cycle_inside_the_tasks_code() -> None:
+    """One way down inside _tasks/ (design §8.1): the waits on one task, on a set, and the futures
+    above the group core, the core above the watch; no module imports one that imports it back
+    (the package's __init__, which only re-exports, left out).
+    """
+    inside = {name for name in TASKS if name != "mcp_tasks._tasks"}
+    edges = {name: GRAPH[name] & inside for name in inside}
+    assert "mcp_tasks._tasks._helpers" in edges["mcp_tasks._tasks._many"]  # the rule sees the imports
+
+    def cycle_from(start: str) -> list[str] | None:
+        todo = [(start, [start])]
+        seen: set[str] = set()
+        while todo:
+            current, path = todo.pop()
+            for target in edges[current]:
+                if target == start:
+                    return [*path, start]
+                if target not in seen:
+                    seen.add(target)
+                    todo.append((target, [*path, target]))
+        return None
+
+    cycles = [" -> ".join(found) for name in sorted(inside) if (found := cycle_from(name)) is not None]
+    assert cycles == []
+
+
+@pytest.mark.parametrize(
+    ("module", "most"), [("_many", 350), ("_watch", 350), ("_future", 350), ("_group", 400), ("_driver", 400)]
+)
+def test_the_engine_modules_stay_small(module: str, most: int) -> None:
+    lines = (PACKAGE / "_tasks" / f"{module}.py").read_text().count("\n")
+    assert lines <= most, f"_tasks/{module}.py has {lines} lines: one job per module"

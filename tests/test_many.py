@@ -265,10 +265,14 @@ def test_a_task_the_server_forgets_ends_its_wait_with_a_clear_error(
         assert isinstance(task, mt.Status)
         mt.get_task(client, task)
         client.call_tool("forget")
-        with pytest.raises(mt.McpError) as raised:
-            mt.wait_all(client, [task], timeout=30, listen=False)
-    assert raised.value.data["reason"] == "forgotten"
-    assert "no longer known" in raised.value.message and task.task_id not in raised.value.message
+        (status,) = mt.wait_all(client, [task], timeout=30, listen=False)
+    assert isinstance(status, mt.FailedWait) and status.status is mt.TaskState.WORKING  # the last seen
+    error = status.exception
+    assert isinstance(error, mt.McpError) and error.data["reason"] == "forgotten"
+    assert "no longer known" in error.message and task.task_id not in error.message
+    with pytest.raises(mt.McpError) as raised:
+        mt.outcome(status)
+    assert raised.value is error
 
 
 class Expiring:
@@ -300,10 +304,12 @@ class Expiring:
 
 
 def test_a_task_that_expired_ends_its_wait_with_a_clear_error() -> None:
-    with mt.Client.direct(Expiring()) as client, pytest.raises(mt.McpError) as raised:
-        mt.wait_any(client, ["old-task-0001"], timeout=30, listen=False)
-    assert raised.value.data["reason"] == "expired"
-    assert "createdAt + ttlMs" in raised.value.message and "old-task-0001" not in raised.value.message
+    with mt.Client.direct(Expiring()) as client:
+        status = mt.wait_any(client, ["old-task-0001"], timeout=30, listen=False)
+    assert isinstance(status, mt.FailedWait)
+    error = status.exception
+    assert isinstance(error, mt.McpError) and error.data["reason"] == "expired"
+    assert "createdAt + ttlMs" in error.message and "old-task-0001" not in error.message
 
 
 # -- 2025-11-25 servers: the session's status notifications are cues ---------------------------

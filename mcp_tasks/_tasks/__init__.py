@@ -2,7 +2,8 @@
 keeps per connection (registered on the client's channel; the core knows nothing of tasks).
 """
 
-from mcp_tasks._tasks._future import SubmitOptions, TaskFuture, submit
+from mcp_tasks._tasks._failed import FailedWait
+from mcp_tasks._tasks._future import SubmitOptions, TaskFuture, bind_future, submit
 from mcp_tasks._tasks._helpers import (
     call_tool,
     cancel_task,
@@ -24,12 +25,14 @@ __all__ = [
     "CANCEL_BUDGET",
     "DEFAULT_POLL_INTERVAL",
     "CallOptions",
+    "FailedWait",
     "ManyOptions",
     "SubmitOptions",
     "TaskFuture",
     "WaitOptions",
     "as_completed",
     "await_task",
+    "bind_future",
     "call_and_await",
     "call_tool",
     "cancel_task",

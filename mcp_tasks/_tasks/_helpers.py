@@ -11,6 +11,7 @@ from mcp_tasks._clock import Deadline
 from mcp_tasks._errors import InputRequired, TaskCancelled, TaskFailed
 from mcp_tasks._options import UNSET, check_meta, resolve_timeout
 from mcp_tasks._status import Status, TaskState
+from mcp_tasks._tasks._failed import FailedWait
 from mcp_tasks._tasks._protocol import TaskProtocol, protocol_of
 from mcp_tasks._tasks._record import record_created, record_status, store_of
 
@@ -155,11 +156,14 @@ def outcome(status: Status) -> dict[str, Any]:
     """The CallToolResult of a completed task.
 
     Raises `TaskFailed` for a failed task, `TaskCancelled` for a cancelled one and `InputRequired`
-    for one waiting for input; `ValueError` for a status that is not final or lacks its payload
+    for one waiting for input; the exception of a `FailedWait` (a wait on many whose task's own
+    wait failed); `ValueError` for a status that is not final or lacks its payload
     (read it again with `get_task`).
     """
     if not isinstance(status, Status):
         raise TypeError(f"expected a Status, got {type(status).__name__}")
+    if isinstance(status, FailedWait):
+        raise status.exception
     if status.status is TaskState.COMPLETED:
         if isinstance(status.result, dict):
             return status.result

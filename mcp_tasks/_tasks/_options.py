@@ -127,3 +127,12 @@ class WaitSettings:
         if unknown:
             raise TypeError(f"{caller}() got an unexpected keyword argument {unknown[0]!r}")
         return cls(**options)
+
+
+def settings_of(options: Mapping[str, Any], caller: str) -> tuple[WaitSettings, bool]:
+    """The checked settings, and whether to listen (None and True: yes)."""
+    options = dict(options)
+    listen = options.pop("listen", None)
+    if listen is not None and not isinstance(listen, bool):
+        raise TypeError(f"listen must be True, False or None, got {listen!r}")
+    return WaitSettings.of(options, caller), listen is not False

@@ -33,6 +33,7 @@ class StatusBoard:
     def __init__(self) -> None:
         self._changed = threading.Condition()
         self._versions: dict[str, int] = {}
+        self._closed = False
 
     def publish(self, task_id: str) -> None:
         """A notification named `task_id`."""
@@ -48,9 +49,17 @@ class StatusBoard:
             return self._versions.get(task_id, 0)
 
     def wait(self, task_id: str, seen: int, timeout: float) -> bool:
-        """Block until a notification after mark `seen` names `task_id`, or `timeout` passes."""
+        """Block until a notification after mark `seen` names `task_id`, `timeout` passes or the
+        board closes.
+        """
         with self._changed:
-            return self._changed.wait_for(lambda: self._versions.get(task_id, 0) != seen, timeout)
+            return self._changed.wait_for(lambda: self._closed or self._versions.get(task_id, 0) != seen, timeout)
+
+    def close(self) -> None:
+        """Wake every wait (the client is closing)."""
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
 
 
 class TaskSide:
@@ -82,6 +91,10 @@ class TaskSide:
                     waits.remove(owner)
                 if not waits:
                     self._waits.pop(task_id, None)
+
+    def close(self) -> None:
+        """The channel is closing: wake the waits sleeping on the board."""
+        self.board.close()
 
     def learn_tools(self, tools: list[dict[str, Any]]) -> None:
         """Remember each listed tool's ``execution.taskSupport`` (2025-era task augmentation)."""

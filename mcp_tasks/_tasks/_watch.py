@@ -8,15 +8,18 @@ waited on, by any thread, and the news they bring to the waits (a channel attach
   a new stream calls for (`claim`): it reads from the last cued back while the waits read from
   the first on, so that 10,000 tasks made first and then waited on are caught up with two reads
   in flight.
-- On a 2026-07-28 connection one manager thread (``mcp_tasks-watch``) opens the streams: new ids
-  are gathered for a moment and placed on a stream of their own while fewer than `MAX_STREAMS` are
-  open, else merged with the open ones into one stream (opened before the old ones close, so no
-  notification falls between). A server's cap on ids per stream is learnt from its -32602 (the
-  chunk is halved); ids beyond `MAX_STREAMS` streams, ids the acknowledgement leaves out, and ids
-  whose stream dropped `MAX_REOPENS` times are polled by their waits. Each stream costs one
-  thread, its reader (``mcp_tasks-listen-<id>``), which turns its events into news here; so the
-  watch runs at most ``1 + MAX_STREAMS + 1`` threads (the manager, and the readers while a merged
-  stream replaces the old one) for all the client's waits, whatever their number.
+- On a 2026-07-28 connection one manager thread (``mcp_tasks-watch``) opens the streams: new ids are
+  gathered for a moment and placed on a stream of their own while fewer than `MAX_STREAMS` are open,
+  else merged with the open ones into one stream (opened before the old ones close, so no
+  notification falls between). A server's cap on ids per stream is learnt only from a -32602 that
+  says so (it names a limit: the chunk is halved), or when the chunk without its new ids is refused
+  too; a refusal of new ids alone has those ids polled (their waits hear why). A learnt cap is tried
+  doubled again after `CAP_TRUST` streams opened under it. Ids beyond `MAX_STREAMS` streams, ids the
+  acknowledgement leaves out, and ids whose stream dropped `MAX_REOPENS` times are polled by their
+  waits. Each stream costs one thread, its reader (``mcp_tasks-listen-<id>``), which turns its
+  events into news here; so the watch runs at most ``1 + MAX_STREAMS + 1`` threads (the manager, and
+  the readers while a merged stream replaces the old one) for all the client's waits, whatever their
+  number.
 - On a 2025-11-25 session the status notifications the session pushes unasked are cues.
 """
 
@@ -24,17 +27,18 @@ from __future__ import annotations
 
 import contextvars
 import logging
-import threading
+import weakref
 from collections.abc import Callable, Iterable, Mapping
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from mcp_tasks._clock import Deadline
-from mcp_tasks._errors import INVALID_PARAMS, METHOD_NOT_FOUND, McpError
+from mcp_tasks._errors import McpError
 from mcp_tasks._status import Status
-from mcp_tasks._subscription import Closed, Dropped, Event, Subscription
-from mcp_tasks._tasks._protocol import TaskProtocol, decode, protocol_of
+from mcp_tasks._subscription import Closed, Dropped, Event
+from mcp_tasks._tasks._news import READ, Inbox, News, Stream
+from mcp_tasks._tasks._protocol import decode
 from mcp_tasks._tasks._side import TaskSide, side_of
+from mcp_tasks._tasks._streams import MAX_REOPENS, MAX_STREAMS, Streams
 from mcp_tasks._threads import join_all, start_thread
 
 if TYPE_CHECKING:
@@ -44,78 +48,27 @@ __all__ = ["MAX_REOPENS", "MAX_STREAMS", "READ", "Inbox", "Watch", "watch_of"]
 
 log = logging.getLogger("mcp_tasks")
 
-READ = None
-"""The cue to read a task once (a notification without the full status, lost events, a new stream)."""
+
 TASK_NOTIFICATIONS = frozenset({"notifications/tasks", "notifications/tasks/status"})
-MAX_STREAMS = 1
-"""One stream, widened by reopening: with the futures watcher the library's threads stay at most 4
-(a server that caps ids per stream has the rest polled: each costs a tasks/get per poll interval).
-"""
-MAX_REOPENS = 3
-MAX_OPEN_FAILURES = 3
-GATHER = 0.02
-"""Seconds new ids are gathered before a stream is opened for them (10,000 creations, few opens)..."""
-MERGE_GATHER = 0.25
-"""...and before the open streams are merged with them into one (a larger stream, reopened less often)."""
-OPEN_TIMEOUT = 10.0
 CLOSE_TIMEOUT = 5.0
 
 
-class Inbox:
-    """The news of one wait (a group of tasks): task id -> the latest Status, or `READ`."""
-
-    def __init__(self, watch: Watch) -> None:
-        self.watch = watch
-        self.news: dict[str, Status | None] = {}
-
-    def take(self) -> dict[str, Status | None]:
-        """Everything that came since the last take (the watch's lock held by the caller)."""
-        news, self.news = self.news, {}
-        return news
-
-
-class _Stream:
-    """One listen stream: its ids, and the events its reader brought before the watch took it on."""
-
-    def __init__(self) -> None:
-        self.subscription: Subscription | None = None  # set once acknowledged and taken on
-        self.ids: set[str] = set()
-        self.live = 0  # how many of its ids are wanted and followed on it
-        self.closing = False
-        self.early: list[Event] = []  # events that came between its acknowledgement and then
-
-
-class Watch:
+class Watch(Streams):
     """See the module docstring. Safe to share between threads; `close()` joins its threads."""
 
     def __init__(self, channel: Channel, side: TaskSide) -> None:
-        self.channel = channel
-        self.changed = threading.Condition()
-        self.opens = 0  # streams opened so far (the benchmark reports it)
-        self._wanted: dict[str, list[Inbox]] = {}
-        self._unplaced: set[str] = set()  # wanted, on no stream yet, not polled for good
-        self._streamed: dict[str, _Stream] = {}  # acknowledged on a stream
-        self._polled: set[str] = set()  # polled for good (left out, dropped too often, no listen)
-        self._drops: dict[str, int] = {}
-        self._streams: list[_Stream] = []
-        self._closing: list[_Stream] = []
-        self._cap: int | None = None
-        self._listen = True
-        self._failures = 0
-        self._stop = threading.Event()
-        self._manager: threading.Thread | None = None
-        self._meta: Any = None
-        self._protocol: TaskProtocol | None = None
-        self._catching: set[str] = set()  # ids a new stream took, not yet read since
-        self._catch: list[str] = []  # the same, in the order they came (the manager takes the last)
-        self._reading: str | None = None  # the id the manager is reading for a catch-up
-        self._caught: set[str] = set()  # ids it read (or reads), whose waits need not
-        self._scopes: dict[str, Callable[[], AbstractContextManager[None]]] = {}
-        self._overtaken = False  # news of it came on its stream meanwhile
-        self._context: contextvars.Context | None = None
+        super().__init__(channel)
+        self._inboxes: weakref.WeakSet[Inbox] = weakref.WeakSet()
         side.listeners.append(self._session_notification)
 
     # -- the waits' side ----------------------------------------------------------------------
+
+    def inbox(self) -> Inbox:
+        """A new wait's `Inbox` (woken when the watch closes, too)."""
+        inbox = Inbox(self.lock)
+        with self.lock:
+            self._inboxes.add(inbox)
+        return inbox
 
     def want(
         self,
@@ -157,8 +110,7 @@ class Watch:
                     self._unplaced.discard(task_id)
                     self._polled.discard(task_id)
                     self._drops.pop(task_id, None)
-                    self._catching.discard(task_id)
-                    self._caught.discard(task_id)
+                    self._catch.forget(task_id)
                     self._scopes.pop(task_id, None)
                     stream = self._streamed.pop(task_id, None)
                     if stream is not None:
@@ -172,11 +124,7 @@ class Watch:
         (its status comes as news). A wait that reads it first spares the manager that read.
         """
         with self.changed:
-            self._catching.discard(task_id)
-            if task_id in self._caught:
-                self._caught.discard(task_id)
-                return False
-            return True
+            return self._catch.claim(task_id)
 
     def placed(self) -> set[str]:
         """The ids acknowledged on an open stream now."""
@@ -189,11 +137,13 @@ class Watch:
 
     # -- news ---------------------------------------------------------------------------------
 
-    def _tell(self, task_id: str, news: Status | None) -> None:
-        """Give `news` of a task to the waits that want it (the lock held)."""
+    def _tell(self, task_id: str, news: News) -> None:
+        """Give `news` of a task to the waits that want it, and wake them (the lock held)."""
         for inbox in self._wanted.get(task_id, ()):
-            inbox.news[task_id] = news
-        self.changed.notify_all()
+            kept = inbox.news.get(task_id)
+            if not (isinstance(kept, Status) and kept.terminal):  # the first terminal one stays
+                inbox.news[task_id] = news
+            inbox.changed.notify()
 
     def _session_notification(self, method: str, params: dict[str, Any]) -> None:
         task_id = params.get("taskId")
@@ -201,7 +151,7 @@ class Watch:
             with self.changed:
                 self._tell(task_id, READ)  # a 2025-era status never carries the result
 
-    def _event(self, stream: _Stream, event: Event) -> None:
+    def _event(self, stream: Stream, event: Event) -> None:
         """An event of `stream`, in its reader thread (the subscription's worker: no thread of
         the watch's own): news, or at its end a reopen or polls.
         """
@@ -212,7 +162,7 @@ class Watch:
                 return
             self._take_event(stream, event)
 
-    def _take_event(self, stream: _Stream, event: Event) -> None:
+    def _take_event(self, stream: Stream, event: Event) -> None:
         """`event` of a stream the watch follows (the lock held)."""
         if isinstance(event, Closed):
             if not stream.closing:
@@ -224,19 +174,19 @@ class Watch:
         elif event.method in TASK_NOTIFICATIONS and not stream.closing:
             self._notified(event.params, stream)
 
-    def _notified(self, params: dict[str, Any], stream: _Stream) -> None:
+    def _notified(self, params: dict[str, Any], stream: Stream) -> None:
         task_id = params.get("taskId")
         if not isinstance(task_id, str) or task_id not in stream.ids:
             return
-        if task_id == self._reading:
-            self._overtaken = True  # this news is at least as fresh as the catch-up read
+        self._catch.news(task_id)  # at least as fresh as a catch-up read in flight
+        status: Status | None
         try:
             status = decode(params, "modern", task_id)
         except McpError:
             status = None
         self._tell(task_id, status if status is not None and status.detailed else READ)
 
-    def _dropped(self, stream: _Stream, error: McpError | None) -> None:
+    def _dropped(self, stream: Stream, error: McpError | None) -> None:
         log.debug("a listen stream of %d tasks ended (%s); reopening or polling", len(stream.ids), error)
         if stream in self._streams:
             self._streams.remove(stream)
@@ -252,189 +202,7 @@ class Watch:
             else:
                 self._unplaced.add(task_id)
             self._tell(task_id, READ)  # what the stream said before it ended may be lost
-
-    # -- the manager thread -------------------------------------------------------------------
-
-    def _manage(self) -> None:
-        while not self._stop.is_set():
-            with self.changed:
-                closing, self._closing = self._closing, []
-                if not closing and not self._unplaced and not self._catch:
-                    if not self._stop.is_set():  # read under the lock: `close` notifies under it
-                        self.changed.wait()
-                    continue
-            self._shut(closing)
-            if not self._unplaced:
-                self._catch_up()
-                continue
-            self._stop.wait(GATHER if len(self._streams) < MAX_STREAMS else MERGE_GATHER)
-            with self.changed:
-                batch = set(self._unplaced)
-                self._unplaced.clear()
-                context, self._context = self._context, None
-                streams = len(self._streams)
-                merged = set(self._streamed)  # wanted ids on the open streams
-            if not batch or self._stop.is_set():
-                continue
-            run = context.run if context is not None else _call
-            if streams < MAX_STREAMS:
-                run(self._place, batch, set(), MAX_STREAMS - streams)
-            elif streams == MAX_STREAMS and (self._cap is None or len(merged) + len(batch) <= self._cap):
-                run(self._place, batch, merged, 1, False)
-            else:
-                self._place(batch, set(), 0)  # no room: polled
-
-    def _catch_up(self) -> None:
-        """Read tasks a new stream took, from the last cued back, while their waits read them from
-        the first on (`claim`): two reads in flight instead of one, and no thread more. Returns
-        as soon as streams are to be opened or closed.
-        """
-        while not self._stop.is_set() and self._protocol is not None:
-            with self.changed:
-                if self._unplaced or self._closing:
-                    return
-                task_id = None
-                while self._catch and task_id is None:
-                    candidate = self._catch.pop()
-                    if candidate in self._catching:
-                        self._catching.discard(candidate)
-                        task_id = candidate
-                if task_id is None:
-                    return
-                self._reading, self._overtaken = task_id, False
-                self._caught.add(task_id)
-                scope = self._scopes.get(task_id, nullcontext)
-            status: Status | None
-            try:
-                with scope():
-                    status = self._protocol.read(task_id, Deadline(OPEN_TIMEOUT), self._meta)
-            except McpError:
-                status = READ  # its wait reads it, and hears why it failed
-            with self.changed:
-                self._reading = None
-                if status is READ or self._overtaken:
-                    self._caught.discard(task_id)  # its wait reads it if its news says so
-                if not self._overtaken:
-                    self._tell(task_id, status)
-
-    def _retire(self, stream: _Stream) -> None:
-        stream.closing = True
-        self._streams.remove(stream)
-        for task_id in stream.ids:
-            if self._streamed.get(task_id) is stream:
-                del self._streamed[task_id]
-        self._closing.append(stream)  # closed by the manager, outside the lock
-
-    @staticmethod
-    def _shut(streams: list[_Stream]) -> None:
-        for stream in streams:
-            if stream.subscription is not None:
-                stream.subscription.close()  # joins its reader (bounded)
-
-    def _place(self, batch: set[str], merged: set[str], slots: int, split: bool = True) -> None:
-        """Open up to `slots` streams for `batch` (and `merged`, ids already on streams: their
-        streams close once the new one is acknowledged; never `split` then, so that the streams
-        stay at most ``MAX_STREAMS + 1``); what finds no place is polled.
-        """
-        ids = sorted(merged) + sorted(batch - merged)
-        while ids and slots > 0 and self._listen and not self._stop.is_set():
-            chunk = ids if self._cap is None else ids[: self._cap]
-            if not self._open(chunk):
-                if split and self._cap is not None and self._cap < len(chunk):
-                    continue  # the cap was just learnt: try the smaller chunk
-                break
-            ids = ids[len(chunk) :]
-            slots -= 1
-        with self.changed:
-            for task_id in ids:
-                if task_id in self._wanted and task_id not in self._streamed:
-                    self._poll(task_id)
-
-    def _open(self, ids: list[str]) -> bool:
-        try:
-            if self._protocol is None:
-                self._protocol = protocol_of(self.channel, Deadline(OPEN_TIMEOUT))
-                self._meta = self._protocol.meta()
-            stream = _Stream()
-            subscription = self.channel.open_listen(
-                {"taskIds": ids}, Deadline(OPEN_TIMEOUT), self._meta, sink=lambda event: self._event(stream, event)
-            )
-        except McpError as exc:
-            return self._open_failed(ids, exc)
-        accepted = subscription.accepted.get("taskIds")
-        if not isinstance(accepted, list):
-            with self.changed:
-                stream.closing = True
-            subscription.close()
-            log.debug("the listen acknowledgement has no taskIds: the client's tasks are polled")
-            self._no_listen()
-            return False
-        self.opens += 1
-        with self.changed:
-            if not self._stop.is_set():
-                self._add_stream(stream, subscription, accepted, ids)
-                return True
-            stream.closing = True
-        subscription.close()  # the watch closed while this stream was opening
-        return False
-
-    def _add_stream(self, stream: _Stream, subscription: Subscription, accepted: list[Any], ids: list[str]) -> None:
-        """Start following a new stream (the lock held): cue the ids it took, poll those it left,
-        then take the events that came meanwhile.
-        """
-        asked = set(ids)
-        stream.subscription = subscription
-        stream.ids = {i for i in accepted if isinstance(i, str) and i in asked}
-        self._streams.append(stream)
-        for task_id in ids:
-            if task_id not in self._wanted:
-                continue
-            if task_id in stream.ids:
-                was = self._streamed.get(task_id)
-                self._streamed[task_id] = stream
-                stream.live += 1
-                if was is None:
-                    self._tell(task_id, READ)  # catch up on what came before the stream
-                    self._catching.add(task_id)  # (its wait, or the manager, reads it)
-                    self._catch.append(task_id)
-                else:
-                    was.live -= 1  # merged into the new stream
-            elif task_id not in self._streamed:
-                self._poll(task_id)  # left out: its wait polls it
-        for old in list(self._streams):
-            if old.live <= 0:
-                self._retire(old)  # nothing left on it (merged, or narrowed meanwhile)
-        early, stream.early = stream.early, []
-        for event in early:
-            self._take_event(stream, event)
-
-    def _open_failed(self, ids: list[str], exc: McpError) -> bool:
-        if exc.code == METHOD_NOT_FOUND:
-            log.debug("the server has no subscriptions/listen: the client's tasks are polled")
-            self._no_listen()
-        elif exc.code == INVALID_PARAMS and len(ids) > 1:
-            self._cap = len(ids) // 2  # a cap on ids per stream (or one bad id: halving finds it)
-            log.debug("the server refused %d ids on one stream; trying %d", len(ids), self._cap)
-        elif exc.code == INVALID_PARAMS:
-            pass  # one id the server does not know: its wait polls it and hears why
-        else:
-            self._failures += 1
-            log.debug("could not open a listen stream (%s)", exc.message)
-            if self._failures >= MAX_OPEN_FAILURES:
-                self._no_listen()
-        return False
-
-    def _no_listen(self) -> None:
-        with self.changed:
-            self._listen = False
-            for task_id in self._unplaced:
-                self._poll(task_id)
-            self._unplaced.clear()
-
-    def _poll(self, task_id: str) -> None:
-        """`task_id` is on no stream for good: its waits poll it, starting now (the lock held)."""
-        self._polled.add(task_id)
-        self._tell(task_id, READ)
+        self.changed.notify_all()  # the manager reopens or closes
 
     # -- closing ------------------------------------------------------------------------------
 
@@ -447,6 +215,8 @@ class Watch:
             for stream in streams:
                 stream.closing = True
             self.changed.notify_all()
+            for inbox in list(self._inboxes):
+                inbox.changed.notify_all()
         self._shut(streams)
 
     def join(self) -> None:
@@ -455,10 +225,6 @@ class Watch:
         """
         if self._manager is not None:
             join_all([self._manager], CLOSE_TIMEOUT)
-
-
-def _call(function: Callable[..., object], *args: object) -> object:
-    return function(*args)
 
 
 def watch_of(channel: Channel) -> Watch:

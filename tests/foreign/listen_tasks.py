@@ -7,13 +7,22 @@
 - when ``complete_on_listen`` streams have been asked for, every task completes, and the streams
   open then hear ``notifications/tasks`` without the result (a cue: the client must read it);
 - ``forget`` (a tool) makes it forget every task: ``tasks/get`` answers -32602 from then on;
-- a stream asking for more than ``cap`` ids is refused with -32602.
+- a stream asking for more than ``cap`` ids is refused with -32602 (its message names the limit,
+  unless ``cap_unsaid``); ``refuse`` ids (a set) make any stream asking for one refused with a
+  bare "Unknown or inaccessible taskId";
+- ``burst``: statuses pushed (full, with their results) for every acknowledged id right after the
+  acknowledgement, in one write;
+- ``get_gate``: while it is not set, ``tasks/get`` blocks (each is journalled first).
 
-Tools: ``job`` (a task, working until the completion above), ``forget``.
+Tools: ``job`` (a task, working until the completion above or ``finish``), ``forget``, ``finish``
+(every working job completes), ``ask`` (a task that needs input ``q`` until ``tasks/update``
+answers it, then completes). ``tasks/cancel`` cancels a working task, and refuses a finished one
+with -32602.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import uuid
 from typing import Any
@@ -24,15 +33,31 @@ from tests.foreign.legacy_tasks_core import Journal, obj
 VERSION = "2026-07-28"
 TASKS = "io.modelcontextprotocol/tasks"
 STAMP = "2026-12-01T10:00:00Z"
-TOOLS = [{"name": name, "inputSchema": {"type": "object"}} for name in ("job", "forget")]
+TOOLS = [{"name": name, "inputSchema": {"type": "object"}} for name in ("job", "forget", "finish", "ask")]
+QUESTION = {"method": "elicitation/create", "params": {"message": "Name?", "requestedSchema": {"type": "object"}}}
 
 
 class ListenTasksServer(SocketHttpServer):
     def __init__(
-        self, *, ack_every: int = 1, drop: int = 0, complete_on_listen: int = 1, poll_ms: int = 50, cap: int = 10_000
+        self,
+        *,
+        ack_every: int = 1,
+        drop: int = 0,
+        complete_on_listen: int = 1,
+        poll_ms: int = 50,
+        cap: int = 10_000,
+        cap_unsaid: bool = False,
+        refuse: frozenset[str] = frozenset(),
+        burst: tuple[tuple[str, str | None], ...] = (),
+        get_gate: threading.Event | None = None,
     ) -> None:
         super().__init__("listen-tasks")
         self.cap = cap
+        self.cap_unsaid = cap_unsaid
+        self.refuse = set(refuse)
+        self.burst = burst
+        self.get_gate = get_gate
+        self.results: dict[str, str] = {}  # task id -> the text of its result
         self.ack_every = ack_every
         self.drop = drop
         self.complete_on_listen = complete_on_listen
@@ -64,24 +89,50 @@ class ListenTasksServer(SocketHttpServer):
             }
         elif method == "tools/list":
             result = {"tools": TOOLS}
-        elif method == "tools/call" and params.get("name") == "job":
+        elif method == "tools/call" and params.get("name") in ("job", "ask"):
             task_id = str(uuid.uuid4())
+            created = "working" if params.get("name") == "job" else "input_required"
             with self.lock:
-                self.tasks[task_id] = "working"
-            result = {"resultType": "task", **self._task(task_id, "working")}
+                self.tasks[task_id] = created
+            result = {"resultType": "task", **self._task(task_id, created)}
+        elif method == "tools/call" and params.get("name") == "finish":
+            with self.lock:
+                for task_id, status in self.tasks.items():
+                    if status == "working":
+                        self.tasks[task_id] = "completed"
+            result = {"content": [{"type": "text", "text": "finished"}], "isError": False}
+        elif method in ("tasks/cancel", "tasks/update"):
+            task_id = str(params.get("taskId"))
+            with self.lock:
+                found = self.tasks.get(task_id)
+                done = found in ("completed", "cancelled", "failed")
+                if found is not None and not done:
+                    answered = "q" in obj(params.get("inputResponses"))
+                    if method == "tasks/cancel":
+                        self.tasks[task_id] = "cancelled"
+                    elif found == "input_required" and answered:
+                        self.tasks[task_id] = "completed"
+            if found is None or (done and method == "tasks/cancel"):
+                error = {"code": -32602, "message": f"Cannot {method[6:]} task {task_id[:4]}: {found or 'unknown'}"}
+                conn.json("200 OK", {"jsonrpc": "2.0", "id": request_id, "error": error})
+                return True
+            result = {}
         elif method == "tools/call":
             with self.lock:
                 self.tasks.clear()
             result = {"content": [{"type": "text", "text": "forgotten"}], "isError": False}
         elif method == "tasks/get":
+            if self.get_gate is not None:
+                while not self.get_gate.wait(0.05) and not self.stopping.is_set():
+                    pass
             task_id = str(params.get("taskId"))
             with self.lock:
-                status = self.tasks.get(task_id)
-            if status is None:
+                known = self.tasks.get(task_id)
+            if known is None:
                 error = {"code": -32602, "message": "Unknown or inaccessible taskId"}
                 conn.json("200 OK", {"jsonrpc": "2.0", "id": request_id, "error": error})
                 return True
-            result = self._task(task_id, status, full=True)
+            result = self._task(task_id, known, full=True)
         else:
             error = {"code": -32601, "message": f"Method not found: {method}"}
             conn.json("200 OK", {"jsonrpc": "2.0", "id": request_id, "error": error})
@@ -98,21 +149,33 @@ class ListenTasksServer(SocketHttpServer):
             "pollIntervalMs": self.poll_ms,
         }
         if full and status == "completed":
-            wire["result"] = {"content": [{"type": "text", "text": f"done {task_id[:4]}"}], "isError": False}
+            text = self.results.get(task_id, f"done {task_id[:4]}")
+            wire["result"] = {"content": [{"type": "text", "text": text}], "isError": False}
+        if full and status == "input_required":
+            wire["inputRequests"] = {"q": QUESTION}
         return wire
 
     def _listen(self, request_id: Any, params: dict[str, Any], conn: HttpConn) -> bool:
         asked = obj(params.get("notifications")).get("taskIds")
         ids = [i for i in asked if isinstance(i, str)] if isinstance(asked, list) else []
-        if len(ids) > self.cap:
-            error = {"code": -32602, "message": f"taskIds must contain at most {self.cap} entries"}
+        if len(ids) > self.cap or self.refuse.intersection(ids):
+            said = f"taskIds must contain at most {self.cap} entries"
+            bare = len(ids) <= self.cap or self.cap_unsaid
+            error = {"code": -32602, "message": "Unknown or inaccessible taskId" if bare else said}
             conn.json("200 OK", {"jsonrpc": "2.0", "id": request_id, "error": error})
             return True
         acknowledged = ids[:: self.ack_every]
         meta = {"io.modelcontextprotocol/subscriptionId": request_id}
         conn.open_sse(priming=False)
         ack = {"notifications": {"taskIds": acknowledged}, "_meta": meta}
-        conn.event({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": ack})
+        events = [{"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": ack}]
+        for task_id in acknowledged:
+            for status, text in self.burst:  # a server that says one thing, then another
+                pushed = {**self._task(task_id, status), "_meta": meta}
+                if text is not None:
+                    pushed["result"] = {"content": [{"type": "text", "text": text}], "isError": False}
+                events.append({"jsonrpc": "2.0", "method": "notifications/tasks", "params": pushed})
+        conn.send(b"".join(_event_bytes(event) for event in events))
         with self.lock:
             self.listens += 1
             number = self.listens
@@ -132,3 +195,8 @@ class ListenTasksServer(SocketHttpServer):
             return False  # dropped: the connection closes
         self.stopping.wait()
         return False
+
+
+def _event_bytes(message: dict[str, Any]) -> bytes:
+    """One SSE event carrying `message`, as `HttpConn.event` writes it."""
+    return b"event: message\ndata: " + json.dumps(message).encode() + b"\n\n"

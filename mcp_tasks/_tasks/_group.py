@@ -1,0 +1,399 @@
+"""The group core: task waits driven from one thread (members, their poll schedule, their news
+from the client's shared `Watch`), for the waits on a set (_many.py), the futures' driver
+(_driver.py) and a single ``wait_task(listen=True)`` (_wait.py). A member's failure (a task the
+server does not know, reads that keep failing, an input handler that raised) ends that member
+only (a `FailedWait`); only the deadline (`TaskTimeout`, its ``.pending`` the unfinished), the
+client's close (the channel's ``closed_error()``) and an interrupt end the group.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import time
+from collections.abc import Callable, Iterable
+from contextlib import ExitStack
+from typing import TYPE_CHECKING
+
+from mcp_tasks._clock import Deadline, wait_condition
+from mcp_tasks._errors import INVALID_PARAMS, McpError, RequestTimeout, TaskTimeout
+from mcp_tasks._status import Era, Status, TaskState
+from mcp_tasks._tasks._failed import FailedWait
+from mcp_tasks._tasks._helpers import task_id_of
+from mcp_tasks._tasks._options import WaitSettings
+from mcp_tasks._tasks._record import saved_ref
+from mcp_tasks._tasks._schedule import delay, expired, gone
+from mcp_tasks._tasks._task_wait import TaskWait
+from mcp_tasks._tasks._watch import READ, watch_of
+
+if TYPE_CHECKING:
+    from mcp_tasks._client import Client
+
+__all__ = ["MAX_FAILURES", "Group", "Member", "Offload"]
+
+MAX_FAILURES = 5
+"""Reads of one task that may time out in a row before its wait gives up."""
+
+Offload = Callable[[Callable[[], None]], None]
+"""Where a member's input is answered when not in the group's thread (the futures' input workers)."""
+
+
+class Member:
+    """One task of a group: its wait, where it is due next, and how it ended."""
+
+    __slots__ = ("driving", "due", "error", "existed", "failures", "final", "index", "made", "traced", "wait")
+
+    def __init__(self, index: int, wait: TaskWait, existed: bool) -> None:
+        self.index = index
+        self.wait = wait
+        self.traced = False  # its wait's span was started here, and is still to end
+        self.made = False  # its wait was made here (not followed): its lease is freed here
+        self.driving = False  # its input is being answered on a worker (see `Group.offload`)
+        self.due = 0.0
+        self.final: Status | None = None
+        self.error: Exception | None = None
+        self.existed = existed  # the server has shown this task: -32602 now means it forgot it
+        self.failures = 0
+
+    @property
+    def task_id(self) -> str:
+        return self.wait.task_id
+
+    @property
+    def over(self) -> bool:
+        return self.final is not None or self.error is not None
+
+    def last(self) -> Status:
+        """The last Status seen (``unknown`` when none was)."""
+        era: Era = "legacy" if self.wait.protocol.era == "legacy" else "modern"
+        return self.wait.last or Status(task_id=self.task_id, status=TaskState.UNKNOWN, era=era)
+
+    def outcome(self) -> Status:
+        """Its final Status, or a `FailedWait` with the error that ended it."""
+        if self.error is not None:
+            return FailedWait.of(self.last(), self.error)
+        assert self.final is not None
+        return self.final
+
+
+class Group:
+    """Task waits sharing one deadline, driven from one thread: `next_done()` blocks until some
+    are over, `close()` lets the rest go. `offload`: where input is answered (futures), instead
+    of this thread. `on_timeout(pending)`: called when the deadline passes; True when it
+    cancelled them all (`TaskTimeout.cancelled`).
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        settings: WaitSettings,
+        listen: bool,
+        deadline: Deadline,
+        *,
+        offload: Offload | None = None,
+        on_timeout: Callable[[list[Member]], bool] | None = None,
+    ) -> None:
+        self.client, self.settings, self.listen, self.deadline = client, settings, listen, deadline
+        self.offload, self.on_timeout = offload, on_timeout
+        self.channel = client.channel
+        self.watch = watch_of(client.channel)
+        self.inbox = self.watch.inbox()
+        self.members: list[Member] = []
+        self._by_id: dict[str, list[Member]] = {}
+        self._due: list[tuple[float, int, int]] = []
+        self._seq = itertools.count()
+        self._done: list[Member] = []
+        self._open = 0
+        self._exits = ExitStack()  # the 2025-era waits' request owners
+        self._made: list[Member] = []
+        self._driven: dict[int, tuple[Status | None, Status] | Exception] = {}  # what offloaded input ended with
+
+    # -- members ------------------------------------------------------------------------------
+
+    def add(
+        self, tasks: Iterable[str | Status], settings: WaitSettings | None = None, listen: bool | None = None
+    ) -> list[Member]:
+        """Start waiting for `tasks` (ids or Statuses), with the group's settings and listen, or these."""
+        listen = self.listen if listen is None else listen
+        added: list[Member] = []
+        streamed: list[str] = []
+        cued: list[str] = []
+        for task in tasks:
+            task_id = task_id_of(task)
+            given = task if isinstance(task, Status) else None
+            wait_settings = settings or self.settings
+            saved = saved_ref(self.client, task_id, wait_settings.store, wait_settings.timeout)  # read only when traced
+            trace = self.channel.tracing.task(task_id, saved)  # its span, when the client traces
+            wait = TaskWait(self.client, task_id, given, wait_settings, trace)
+            wait.deadline = self.deadline
+            wait.recorder.deadline = self.deadline
+            trace.start()
+            member = self._member(wait, given is not None)
+            member.traced = member.made = True
+            self._made.append(member)
+            added.append(member)
+            if listen:
+                (streamed if wait.protocol.era == "modern" else cued).append(task_id)
+            final = wait.start(given)
+            if final is not None:
+                self._finish(member, final)
+            else:
+                self._schedule(member, self._first_read(wait, given, listen))
+        if streamed:
+            scopes = {m.task_id: m.wait.trace.within for m in added}  # the watch's reads are the waits'
+            self.watch.want(self.inbox, streamed, stream=True, scopes=scopes)
+        if cued:
+            self.watch.want(self.inbox, cued, stream=False)
+        return added
+
+    def follow(self, wait: TaskWait) -> Member:
+        """Drive a wait made elsewhere, which has taken in its starting status: read it now, then
+        follow it on the shared stream.
+        """
+        member = self._member(wait, wait.last is not None)
+        self._schedule(member, self._first_read(wait, wait.last, self.listen))
+        if self.listen:
+            modern = wait.protocol.era == "modern"
+            self.watch.want(self.inbox, [wait.task_id], stream=modern, scopes={wait.task_id: wait.trace.within})
+        return member
+
+    def _first_read(self, wait: TaskWait, given: Status | None, listen: bool) -> float:
+        """Seconds to a new member's first read (one going on a stream is read when the watch cues it)."""
+        if given is not None:
+            return wait.poll_interval(given)
+        if listen and wait.protocol.era == "modern":
+            return wait.settings.poll_interval
+        return 0.0
+
+    def _member(self, wait: TaskWait, existed: bool) -> Member:
+        member = Member(len(self.members), wait, existed)
+        self.members.append(member)
+        self._open += 1
+        self._by_id.setdefault(wait.task_id, []).append(member)
+        self._exits.enter_context(wait.answering())
+        return member
+
+    @property
+    def open(self) -> int:
+        """How many members are not over yet."""
+        return self._open
+
+    def ready(self) -> bool:
+        """Whether some members are over, not yet handed out by `next_done`."""
+        return bool(self._done)
+
+    def pending(self) -> list[Member]:
+        """The members not over yet."""
+        return [m for m in self.members if not m.over]
+
+    # -- the loop -----------------------------------------------------------------------------
+
+    def next_done(self, interrupted: Callable[[], bool] | None = None) -> list[Member]:
+        """Block until some members are over, in the order seen, or `interrupted()` (checked
+        under the watch's lock, which `wake()` takes) says to return. Raises `TaskTimeout` when the
+        deadline passes first, the channel's closed error when the client closes.
+        """
+        while not self._done:
+            if not self._open:
+                return []
+            with self.watch.changed:
+                news = self.inbox.take()
+                driven, self._driven = self._driven, {}
+            self._check_closing()
+            for index, after in driven.items():
+                member = self.members[index]
+                member.driving = False
+                if not member.over:
+                    self._driven_end(member, after)
+            for task_id, status in news.items():
+                for member in self._by_id.get(task_id, ()):
+                    if not member.over and not member.driving:
+                        self._schedule(member, 0.0) if status is READ else self._take(member, status)
+            now = time.monotonic()
+            while self._due and self._due[0][0] <= now:
+                due, _, index = heapq.heappop(self._due)
+                member = self.members[index]
+                if member.due == due and not member.over and not member.driving:
+                    self._take(member, None)
+            if self._done:
+                break
+            if self.deadline.expired():
+                raise self._timed_out()
+            wake = self._due[0][0] if self._due else None
+            if self.deadline.at is not None:
+                wake = self.deadline.at if wake is None else min(wake, self.deadline.at)
+            with self.watch.changed:
+                if interrupted is not None and interrupted():
+                    return []
+                if not self.inbox.news and not self._driven and not self.channel.closing.is_set():
+                    wait_condition(self.inbox.changed, wake)
+        done, self._done = self._done, []
+        return done
+
+    def cue(self, task_id: str) -> None:
+        """Have `next_done` read `task_id` now (from any thread: its state may have changed)."""
+        with self.watch.changed:
+            self.inbox.news[task_id] = READ
+            self.inbox.changed.notify_all()
+
+    def wake(self) -> None:
+        """Wake `next_done` (to look at `interrupted()` again)."""
+        with self.watch.changed:
+            self.inbox.changed.notify_all()
+
+    def _check_closing(self) -> None:
+        if self.channel.closing.is_set():
+            closed = self.channel.closed_error()
+            for member in self.pending():
+                self._end_trace(member, closed)
+            raise closed
+
+    def close(self) -> None:
+        """Stop following the members still open (they keep running on the server); free the
+        leases the waits it made hold in a task store.
+        """
+        self.watch.drop(self.inbox, [m.task_id for m in self.members])
+        self._exits.close()
+        for member in self._made:
+            self._end_trace(member, None)  # no longer followed (wait_any's others): no outcome
+            member.wait.recorder.close()
+        self._made.clear()
+
+    # -- one member ---------------------------------------------------------------------------
+
+    def _take(self, member: Member, given: Status | None) -> None:
+        """Observe `given`, or read `member` and observe that."""
+        if given is None and not self.watch.claim(member.task_id):
+            self._schedule(member, self._interval(member))  # the watch reads it: news comes
+            return
+        wait = member.wait
+        try:
+            with wait.trace.within():  # its requests are its span's children
+                status = (wait.read_only() if self.offload is not None else wait.read()) if given is None else given
+                member.existed = True
+                if self.offload is not None and status.status is TaskState.INPUT_REQUIRED and wait.terminal is None:
+                    self._hand_over(member, status, self.offload)
+                    return
+                final = wait.observe(status)
+        except TaskTimeout:
+            raise self._timed_out() from None
+        except McpError as exc:
+            self._failed(member, exc)
+            return
+        except Exception as exc:  # an input handler that failed
+            self._fail(member, exc)
+            return
+        except BaseException as exc:  # an interrupt
+            self._end_trace(member, exc)
+            raise
+        self._observed(member, status, final)
+
+    def _observed(self, member: Member, status: Status, final: Status | None) -> None:
+        member.failures = 0
+        if final is not None:
+            self._finish(member, final)
+            return
+        wait = member.wait
+        streamed = self.watch.streamed(member.task_id) and not wait.input_declined
+        just_answered = wait.just_answered  # read soon after input was sent
+        interval = wait.poll_interval(status)
+        self._schedule(member, interval if just_answered else delay(interval, streamed=streamed, failures=0))
+
+    def _failed(self, member: Member, exc: McpError) -> None:
+        """A read of `member` failed with `exc`: tried again, the member's end, or the group's (closing)."""
+        if self.channel.closing.is_set():
+            self._check_closing()
+        if exc.code == INVALID_PARAMS and member.existed and exc.kind != "transport":
+            last = member.wait.last
+            why = "expired" if last is not None and expired(last) else "forgotten"
+            self._fail(member, gone(member.task_id, why, exc))
+        elif isinstance(exc, RequestTimeout) and member.failures < MAX_FAILURES:
+            # A read that timed out (a slow server) is tried again after a backoff. A server that
+            # cannot be reached has had the transport's retries already (see `Retry`): it ends.
+            member.failures += 1
+            self._schedule(member, delay(self._interval(member), streamed=False, failures=member.failures))
+        else:
+            self._fail(member, exc)
+
+    def _hand_over(self, member: Member, status: Status, offload: Offload) -> None:
+        """Answer `member`'s input on `offload`'s thread: the group goes on meanwhile, and takes
+        what the input ends with (the final Status or None, and the status after) as news.
+        """
+        wait = member.wait
+
+        def answer() -> None:
+            after: tuple[Status | None, Status] | Exception
+            try:
+                with wait.trace.within():
+                    seen = wait.drive(status) if wait.needs_drive(status) else status
+                    after = (wait.observe(seen), seen)
+            except Exception as exc:  # reaches the group's thread
+                after = exc
+            with self.watch.changed:
+                self._driven[member.index] = after
+                self.inbox.changed.notify_all()
+
+        member.driving = True
+        try:
+            offload(answer)
+        except McpError:
+            member.driving = False
+            self._check_closing()
+            raise
+
+    def _driven_end(self, member: Member, after: tuple[Status | None, Status] | Exception) -> None:
+        if isinstance(after, TaskTimeout):
+            raise self._timed_out()
+        if isinstance(after, McpError):
+            self._failed(member, after)
+        elif isinstance(after, Exception):
+            self._fail(member, after)
+        else:
+            self._observed(member, after[1], after[0])
+
+    @staticmethod
+    def _interval(member: Member) -> float:
+        last = member.wait.last
+        return member.wait.settings.poll_interval if last is None else member.wait.poll_interval(last)
+
+    def _schedule(self, member: Member, after: float) -> None:
+        member.due = time.monotonic() + after
+        heapq.heappush(self._due, (member.due, next(self._seq), member.index))
+
+    def _finish(self, member: Member, final: Status) -> None:
+        member.final = final
+        if member.traced:
+            member.wait.trace.finish(final)
+        self._end_trace(member, None)
+        self._close_member(member)
+
+    def _fail(self, member: Member, error: Exception) -> None:
+        member.error = error
+        self._end_trace(member, error)
+        self._close_member(member)
+
+    @staticmethod
+    def _end_trace(member: Member, exc: BaseException | None) -> None:
+        """End the span this group started for `member`'s wait (once; `exc`: what ended it)."""
+        if member.traced:
+            member.traced = False
+            member.wait.trace.end(exc)
+
+    def _close_member(self, member: Member) -> None:
+        self._open -= 1
+        if member.made:
+            member.wait.recorder.close()  # its lease is free at once, not when the group closes
+        self._done.append(member)
+        if all(m.over for m in self._by_id.get(member.task_id, ())):
+            self.watch.drop(self.inbox, [member.task_id])
+
+    def _timed_out(self) -> TaskTimeout:
+        pending = self.pending()
+        timeout = self.deadline.timeout or 0.0
+        first = pending[0] if pending else self.members[0]
+        statuses = [m.last() for m in pending]
+        cancelled = self.on_timeout(pending) if self.on_timeout is not None and pending else False
+        timed_out = TaskTimeout(first.task_id, timeout, first.wait.last, cancelled=cancelled, pending=statuses)
+        for member in pending:
+            self._end_trace(member, timed_out)
+        return timed_out

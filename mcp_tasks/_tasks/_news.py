@@ -1,0 +1,152 @@
+"""The parts of the client's shared watch (_watch.py) that hold its state: the news a wait takes
+(`Inbox`, with `READ` for "read it"), one listen stream (`Stream`), the reads a new stream calls
+for (`CatchUp`), and what the watch knows of a server's cap on ids per stream (`StreamCap`).
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import re
+import threading
+
+from mcp_tasks._errors import INVALID_PARAMS, McpError
+from mcp_tasks._status import Status
+from mcp_tasks._subscription import Event, Subscription
+
+__all__ = ["CAP_TRUST", "READ", "CatchUp", "Cue", "Inbox", "News", "Stream", "StreamCap"]
+
+log = logging.getLogger("mcp_tasks")
+
+
+class Cue(enum.Enum):
+    """News that is not a Status."""
+
+    READ = "read"
+    """Read the task once (a notification without the full status, lost events, a new stream)."""
+
+
+READ = Cue.READ
+News = Status | Cue
+
+CAP_TRUST = 8
+"""Streams opened under a learnt cap before it is tried doubled (a server's limit may be lifted)."""
+CAP_REFUSAL = re.compile(r"at most|too many|maximum|\bmax\b|limit|exceed", re.IGNORECASE)
+"""What a -32602 refusing a stream says when it is about the number of ids."""
+
+
+class Inbox:
+    """The news of one wait (a group of tasks): task id -> the latest Status (the first terminal
+    one stays), or `READ`. Its `changed` (on the watch's lock) is notified only when news of its
+    own tasks comes, or the watch closes: a thousand waits are not all woken by each one's news.
+    """
+
+    def __init__(self, lock: threading.RLock) -> None:
+        self.news: dict[str, News] = {}
+        self.changed = threading.Condition(lock)
+
+    def take(self) -> dict[str, News]:
+        """Everything that came since the last take (the watch's lock held by the caller)."""
+        news, self.news = self.news, {}
+        return news
+
+
+class Stream:
+    """One listen stream: its ids, and the events its reader brought before the watch took it on."""
+
+    def __init__(self) -> None:
+        self.subscription: Subscription | None = None  # set once acknowledged and taken on
+        self.ids: set[str] = set()
+        self.live = 0  # how many of its ids are wanted and followed on it
+        self.closing = False
+        self.early: list[Event] = []  # events that came between its acknowledgement and then
+
+
+class CatchUp:
+    """The reads a new stream calls for (its ids' state before it): the waits read them from the
+    first on (`claim`), the manager from the last back (`next`), so that two reads are in flight.
+    Kept under the watch's lock.
+    """
+
+    def __init__(self) -> None:
+        self.due: set[str] = set()  # ids a new stream took, not yet read since
+        self.order: list[str] = []  # the same, in the order they came
+        self.reading: str | None = None  # the id the manager reads now
+        self.caught: set[str] = set()  # ids the manager read (or reads): their waits need not
+        self.overtaken = False  # news of `reading` came on its stream meanwhile
+
+    def add(self, task_id: str) -> None:
+        self.due.add(task_id)
+        self.order.append(task_id)
+
+    def forget(self, task_id: str) -> None:
+        self.due.discard(task_id)
+        self.caught.discard(task_id)
+
+    def claim(self, task_id: str) -> bool:
+        """Whether a wait should read `task_id` itself (False: the manager read it: news comes)."""
+        self.due.discard(task_id)
+        if task_id in self.caught:
+            self.caught.discard(task_id)
+            return False
+        return True
+
+    def next(self) -> str | None:
+        """The next id for the manager to read (the last one due), now `reading`."""
+        while self.order:
+            candidate = self.order.pop()
+            if candidate in self.due:
+                self.due.discard(candidate)
+                self.reading, self.overtaken = candidate, False
+                self.caught.add(candidate)
+                return candidate
+        return None
+
+    def news(self, task_id: str) -> None:
+        """News of `task_id` came on its stream: fresher than a catch-up read in flight."""
+        if task_id == self.reading:
+            self.overtaken = True
+
+    def read(self, status: News) -> bool:
+        """The manager's read of `reading` ended with `status` (`READ`: it failed); whether to
+        tell it (not when the stream's news overtook it).
+        """
+        task_id, self.reading = self.reading, None
+        if (status is READ or self.overtaken) and task_id is not None:
+            self.caught.discard(task_id)  # its wait reads it if its news says so
+        return not self.overtaken
+
+
+class StreamCap:
+    """The most ids a server takes on one stream, as far as the watch knows (None: no limit
+    known). Learnt only from a refusal that says so (`refusal`), or one that the same stream
+    without its new ids met too; tried doubled after `CAP_TRUST` streams opened under it.
+    """
+
+    def __init__(self) -> None:
+        self.value: int | None = None
+        self._opened = 0  # streams opened under the learnt cap
+
+    def chunk(self, ids: list[str]) -> list[str]:
+        return ids if self.value is None else ids[: self.value]
+
+    def learn(self, refused: int) -> None:
+        """A stream of `refused` ids was refused for their number: half of them from now on."""
+        self.value, self._opened = max(refused // 2, 1), 0
+        log.debug("the server refused %d ids on one stream; trying %d", refused, self.value)
+
+    def opened(self) -> None:
+        if self.value is not None:
+            self._opened += 1
+            if self._opened >= CAP_TRUST:
+                self.value, self._opened = self.value * 2, 0
+
+    @staticmethod
+    def refusal(exc: McpError, asked: int) -> str | None:
+        """What a -32602 refusing a stream of `asked` ids means: ``"cap"`` (it names a limit),
+        ``"ids"`` (something else: an id the server does not know, or a limit unsaid); None
+        for another error.
+        """
+        if exc.code != INVALID_PARAMS or exc.kind == "transport":
+            return None
+        return "cap" if asked > 1 and CAP_REFUSAL.search(exc.message or "") else "ids"

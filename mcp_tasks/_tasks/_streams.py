@@ -1,0 +1,266 @@
+"""The manager of a client's listen streams (``mcp_tasks-watch``), the lower half of its shared
+watch (_watch.py, which adds the waits' side and the news): it gathers the ids the waits want,
+opens a stream for them or merges them with the open one, learns a server's cap on ids per
+stream (`StreamCap`), closes the streams no wait wants, and reads what a new stream calls for
+(`CatchUp`). See _watch.py's docstring for the whole.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from typing import TYPE_CHECKING, Any
+
+from mcp_tasks._clock import Deadline
+from mcp_tasks._errors import METHOD_NOT_FOUND, McpError
+from mcp_tasks._subscription import Event, Subscription
+from mcp_tasks._tasks._news import READ, CatchUp, Inbox, News, Stream, StreamCap
+from mcp_tasks._tasks._protocol import TaskProtocol, protocol_of
+
+if TYPE_CHECKING:
+    from mcp_tasks._channel import Channel
+
+__all__ = ["GATHER", "MAX_REOPENS", "MAX_STREAMS", "MERGE_GATHER", "OPEN_TIMEOUT", "Streams"]
+
+log = logging.getLogger("mcp_tasks")
+
+MAX_STREAMS = 1
+"""One stream, widened by reopening: with the futures watcher the library's threads stay at most 4
+(a server that caps ids per stream has the rest polled: each costs a tasks/get per poll interval).
+"""
+MAX_REOPENS = 3
+MAX_OPEN_FAILURES = 3
+GATHER = 0.02
+"""Seconds new ids are gathered before a stream is opened for them (10,000 creations, few opens)..."""
+MERGE_GATHER = 0.25
+"""...and before the open streams are merged with them into one (a larger stream, reopened less often)."""
+OPEN_TIMEOUT = 10.0
+
+
+class Streams:
+    """The streams' state and the manager thread's work (the lock `changed` guards it all)."""
+
+    def __init__(self, channel: Channel) -> None:
+        self.channel = channel
+        self.lock = threading.RLock()
+        self.changed = threading.Condition(self.lock)  # the manager's: ids to place, streams to close, reads
+        self.opens = 0  # streams opened so far (the benchmark reports it)
+        self._wanted: dict[str, list[Inbox]] = {}
+        self._unplaced: set[str] = set()  # wanted, on no stream yet, not polled for good
+        self._streamed: dict[str, Stream] = {}  # acknowledged on a stream
+        self._polled: set[str] = set()  # polled for good (left out, dropped too often, no listen)
+        self._drops: dict[str, int] = {}
+        self._streams: list[Stream] = []
+        self._closing: list[Stream] = []
+        self._cap = StreamCap()
+        self._listen = True
+        self._failures = 0
+        self._stop = threading.Event()
+        self._manager: threading.Thread | None = None
+        self._meta: Any = None
+        self._protocol: TaskProtocol | None = None
+        self._catch = CatchUp()
+        self._scopes: dict[str, Callable[[], AbstractContextManager[None]]] = {}
+        self._context: contextvars.Context | None = None
+
+    # -- what the watch does with news (_watch.py) ----------------------------------------------
+
+    def _tell(self, task_id: str, news: News) -> None:
+        raise NotImplementedError
+
+    def _event(self, stream: Stream, event: Event) -> None:
+        raise NotImplementedError
+
+    def _take_event(self, stream: Stream, event: Event) -> None:
+        raise NotImplementedError
+
+    # -- the manager thread -------------------------------------------------------------------
+
+    def _manage(self) -> None:
+        while not self._stop.is_set():
+            with self.changed:
+                closing, self._closing = self._closing, []
+                if not closing and not self._unplaced and not self._catch.due:
+                    if not self._stop.is_set():  # read under the lock: `close` notifies under it
+                        self.changed.wait()
+                    continue
+            self._shut(closing)
+            if not self._unplaced:
+                self._catch_up()
+                continue
+            self._stop.wait(GATHER if len(self._streams) < MAX_STREAMS else MERGE_GATHER)
+            with self.changed:
+                batch = set(self._unplaced)
+                self._unplaced.clear()
+                context, self._context = self._context, None
+                streams = len(self._streams)
+                merged = set(self._streamed)  # wanted ids on the open streams
+            if not batch or self._stop.is_set():
+                continue
+            run = context.run if context is not None else _call
+            if streams < MAX_STREAMS:
+                run(self._place, batch, set(), MAX_STREAMS - streams)
+            elif streams == MAX_STREAMS and (self._cap.value is None or len(merged) + len(batch) <= self._cap.value):
+                run(self._place, batch, merged, 1, False)
+            else:
+                self._place(batch, set(), 0)  # no room: polled
+
+    def _catch_up(self) -> None:
+        """Read tasks a new stream took, from the last cued back, while their waits read them from
+        the first on (`claim`): two reads in flight instead of one, and no thread more. Returns
+        as soon as streams are to be opened or closed.
+        """
+        while not self._stop.is_set() and self._protocol is not None:
+            with self.changed:
+                if self._unplaced or self._closing:
+                    return
+                task_id = self._catch.next()
+                if task_id is None:
+                    return
+                scope = self._scopes.get(task_id, nullcontext)
+            status: News
+            try:
+                with scope():
+                    status = self._protocol.read(task_id, Deadline(OPEN_TIMEOUT), self._meta)
+            except McpError:
+                status = READ  # its wait reads it, and hears why it failed
+            with self.changed:
+                if self._catch.read(status):
+                    self._tell(task_id, status)
+
+    def _retire(self, stream: Stream) -> None:
+        stream.closing = True
+        self._streams.remove(stream)
+        for task_id in stream.ids:
+            if self._streamed.get(task_id) is stream:
+                del self._streamed[task_id]
+        self._closing.append(stream)  # closed by the manager, outside the lock
+
+    @staticmethod
+    def _shut(streams: list[Stream]) -> None:
+        for stream in streams:
+            if stream.subscription is not None:
+                stream.subscription.close()  # joins its reader (bounded)
+
+    def _place(self, batch: set[str], merged: set[str], slots: int, split: bool = True) -> None:
+        """Open up to `slots` streams for `batch` (and `merged`, ids already on streams: their
+        streams close once the new one is acknowledged; never `split` then, so that the streams
+        stay at most ``MAX_STREAMS + 1``); what finds no place is polled.
+        """
+        ids = sorted(merged) + sorted(batch - merged)
+        while ids and slots > 0 and self._listen and not self._stop.is_set():
+            chunk = self._cap.chunk(ids)
+            refused = self._open(chunk)
+            if refused is None:
+                ids = ids[len(chunk) :]
+                slots -= 1
+                continue
+            old = [i for i in chunk if i in merged]
+            if refused == "ids" and old and len(old) < len(chunk):
+                # Not said to be about the number of ids: one of the new ids may be what the server
+                # refuses. The stream without them: when it opens, the new ones are polled.
+                if self._open(old) is None:
+                    break
+                refused = "cap"  # the old ids alone were refused too: a cap after all
+            if refused in ("cap", "ids") and len(chunk) > 1:  # (new ids alone: halving finds a bad one)
+                self._cap.learn(len(chunk))
+                continue  # try the smaller chunk
+            break
+        with self.changed:
+            for task_id in ids:
+                if task_id in self._wanted and task_id not in self._streamed:
+                    self._poll(task_id)
+
+    def _open(self, ids: list[str]) -> str | None:
+        """Open a stream for `ids`: None when it opened; else why not: ``"cap"`` (a -32602 that
+        names a limit), ``"ids"`` (another -32602), ``"other"``.
+        """
+        try:
+            if self._protocol is None:
+                self._protocol = protocol_of(self.channel, Deadline(OPEN_TIMEOUT))
+                self._meta = self._protocol.meta()
+            stream = Stream()
+            subscription = self.channel.open_listen(
+                {"taskIds": ids}, Deadline(OPEN_TIMEOUT), self._meta, sink=lambda event: self._event(stream, event)
+            )
+        except McpError as exc:
+            return self._open_failed(ids, exc)
+        accepted = subscription.accepted.get("taskIds")
+        if not isinstance(accepted, list):
+            with self.changed:
+                stream.closing = True
+            subscription.close()
+            log.debug("the listen acknowledgement has no taskIds: the client's tasks are polled")
+            self._no_listen()
+            return "other"
+        self.opens += 1
+        self._cap.opened()
+        with self.changed:
+            if not self._stop.is_set():
+                self._add_stream(stream, subscription, accepted, ids)
+                return None
+            stream.closing = True
+        subscription.close()  # the watch closed while this stream was opening
+        return "other"
+
+    def _add_stream(self, stream: Stream, subscription: Subscription, accepted: list[Any], ids: list[str]) -> None:
+        """Start following a new stream (the lock held): cue the ids it took, poll those it left,
+        then take the events that came meanwhile.
+        """
+        asked = set(ids)
+        stream.subscription = subscription
+        stream.ids = {i for i in accepted if isinstance(i, str) and i in asked}
+        self._streams.append(stream)
+        for task_id in ids:
+            if task_id not in self._wanted:
+                continue
+            if task_id in stream.ids:
+                was = self._streamed.get(task_id)
+                self._streamed[task_id] = stream
+                stream.live += 1
+                if was is None:
+                    self._tell(task_id, READ)  # catch up on what came before the stream
+                    self._catch.add(task_id)  # (its wait, or the manager, reads it)
+                else:
+                    was.live -= 1  # merged into the new stream
+            elif task_id not in self._streamed:
+                self._poll(task_id)  # left out: its wait polls it
+        for old in list(self._streams):
+            if old.live <= 0:
+                self._retire(old)  # nothing left on it (merged, or narrowed meanwhile)
+        early, stream.early = stream.early, []
+        for event in early:
+            self._take_event(stream, event)
+
+    def _open_failed(self, ids: list[str], exc: McpError) -> str:
+        refused = StreamCap.refusal(exc, len(ids))
+        if refused is not None:
+            return refused  # (an id the server does not know: its wait polls it and hears why)
+        if exc.code == METHOD_NOT_FOUND:
+            log.debug("the server has no subscriptions/listen: the client's tasks are polled")
+            self._no_listen()
+            return "other"
+        self._failures += 1
+        log.debug("could not open a listen stream (%s)", exc.message)
+        if self._failures >= MAX_OPEN_FAILURES:
+            self._no_listen()
+        return "other"
+
+    def _no_listen(self) -> None:
+        with self.changed:
+            self._listen = False
+            for task_id in self._unplaced:
+                self._poll(task_id)
+            self._unplaced.clear()
+
+    def _poll(self, task_id: str) -> None:
+        """`task_id` is on no stream for good: its waits poll it, starting now (the lock held)."""
+        self._polled.add(task_id)
+        self._tell(task_id, READ)
+
+
+def _call(function: Callable[..., object], *args: object) -> object:
+    return function(*args)
