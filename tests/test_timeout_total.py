@@ -26,6 +26,7 @@ from tests.foreign.stalled_http import MODES, StalledServer
 
 PATIENT = 30.0  # a hang detector: what a test waits for comes long before, or the test fails
 BUDGET = 120.0  # the transport's budget for a notice: longer than any test
+HOLD = 4 * PATIENT  # how long a held notice lasts unless released: longer than any hang detector
 
 
 def through_request(client: mt.Client) -> Any:
@@ -88,7 +89,7 @@ class StalledObject:
         if message.get("method") == "notifications/cancelled":
             self.cancelled.append(message["params"])
             self.noticed.set()
-            self._release.wait(PATIENT)
+            self._release.wait(HOLD)
             self.done.set()
             return None
         self.stalled.set()
