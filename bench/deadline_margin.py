@@ -1,8 +1,11 @@
 """How far past its timeout a call returns, on each transport, against a server that never
 answers (over HTTP: one that accepts and never answers, one that trickles its headers, one that
 trickles its body), a server just as slow to take the ``notifications/cancelled`` that tells it the
-request was abandoned; and how soon `_thread.interrupt_main()` reaches a waiting main thread. Not
-a test: it prints p50, p95 and max of the overshoot (the goal: within timeout + 0.1 s).
+request was abandoned; over HTTP also against a name lookup that hangs (a resolver stand-in in
+place of ``socket.getaddrinfo`` for one name) and through a proxy that trickles (a plain HTTP
+proxy, and a ``CONNECT`` tunnel for an https URL); and how soon `_thread.interrupt_main()`
+reaches a waiting main thread. Not a test: it prints p50, p95 and max of the overshoot (the goal:
+within timeout + 0.1 s).
 
     python bench/deadline_margin.py [--runs 20] [--timeout 0.2]
 """
@@ -24,6 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import mcp_tasks as mt
 from tests.foreign.stalled_http import StalledServer
+from tests.foreign.trickling_proxy import TricklingProxy
+
+HANGS = "hangs.test"
 
 
 class Mute:
@@ -92,6 +98,38 @@ def interrupt_latency(client: mt.Client, runs: int) -> list[float]:
     return seen
 
 
+def hanging_lookups(release: threading.Event) -> Callable[..., Any]:
+    """A stand-in for ``socket.getaddrinfo``: `HANGS` hangs until `release`; other names resolve."""
+    real = socket.getaddrinfo
+
+    def lookup(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if host == HANGS:
+            release.wait(600)
+            raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+        return real(host, *args, **kwargs)
+
+    return lookup
+
+
+def edges(t: float, runs: int) -> None:
+    """The name lookup and the proxies (see the module's docstring)."""
+    release = threading.Event()
+    real = socket.getaddrinfo
+    socket.getaddrinfo = hanging_lookups(release)
+    try:
+        with mt.Client.http(f"http://{HANGS}/mcp", retries=0, protocol="2026-07-28") as client:
+            report("http request (hanging lookup)", overshoot(lambda: client.request("tools/list", timeout=t), t, runs))
+            release.set()
+    finally:
+        socket.getaddrinfo = real
+    for scheme in ("http", "https"):
+        with TricklingProxy() as proxy:
+            url = f"{scheme}://mcp.example.test/mcp"
+            with mt.Client.http(url, retries=0, protocol="2026-07-28", proxies={scheme: proxy.url}) as client:
+                calls = overshoot(lambda: client.request("tools/list", timeout=t), t, runs)
+                report(f"http request ({scheme} proxy trickles)", calls)
+
+
 def report(name: str, values: list[float]) -> None:
     ms = sorted(v * 1000 for v in values)
     p95 = ms[min(len(ms) - 1, round(0.95 * (len(ms) - 1)))]
@@ -127,6 +165,7 @@ def main() -> None:
             report(f"http request ({mode})", request)
             waited = overshoot(lambda: mt.await_task(client, "t", timeout=t), t, args.runs)
             report(f"http await_task ({mode})", waited)
+    edges(t, args.runs)
     stdio = ["-c", "import sys\nfor _ in sys.stdin: pass"]
     with mt.Client.stdio(sys.executable, stdio, protocol="2026-07-28") as client:
         report("stdio request", overshoot(lambda: client.request("tools/list", timeout=t), t, args.runs))

@@ -20,12 +20,17 @@ from typing import Any
 import pytest
 
 import mcp_tasks as mt
+from mcp_tasks._clock import Deadline
 from mcp_tasks._exchange import Exchange
+from mcp_tasks._wire import notification
+from mcp_tasks.transports._cancel import MAX_WAITING, CancelSender
 from tests.conftest import Background
+from tests.foreign.http_servers import Conn, ForeignServer, Hangup, Request
 from tests.foreign.stalled_http import MODES, StalledServer
 
 PATIENT = 30.0  # a hang detector: what a test waits for comes long before, or the test fails
 BUDGET = 120.0  # the transport's budget for a notice: longer than any test
+HOLD = 4 * PATIENT  # how long a held notice lasts unless released: longer than any hang detector
 
 
 def through_request(client: mt.Client) -> Any:
@@ -88,7 +93,7 @@ class StalledObject:
         if message.get("method") == "notifications/cancelled":
             self.cancelled.append(message["params"])
             self.noticed.set()
-            self._release.wait(PATIENT)
+            self._release.wait(HOLD)
             self.done.set()
             return None
         self.stalled.set()
@@ -114,3 +119,55 @@ def test_direct_a_timeout_against_a_stalled_server_is_a_total(name: str) -> None
         assert server.done.wait(PATIENT)
         [notice] = server.cancelled
         assert notice["reason"] == "the request timed out"
+
+
+# -- the cancel sender --------------------------------------------------------------------------
+
+
+def test_http_close_sends_the_notices_still_waiting() -> None:
+    """`close()` right after a timeout: the notice still goes out before the transport closes."""
+
+    def hold(request: Request, conn: Conn) -> None:
+        conn.wait_hangup(PATIENT)
+        raise Hangup
+
+    with ForeignServer(hold) as server:
+        client = mt.Client.http(server.url, retries=0, protocol="2026-07-28")
+        client.transport.cancel_timeout = BUDGET
+        try:
+            with pytest.raises(mt.RequestTimeout):
+                client.request("tools/list", timeout=0.2)
+        finally:
+            client.close()
+        assert [c["reason"] for c in server.cancelled] == ["the request timed out"]  # no wait: close sent it
+
+
+def test_the_notices_waiting_for_the_sender_are_bounded() -> None:
+    """One notice being sent, `MAX_WAITING` waiting, and the next dropped; one thread for them all,
+    named, a daemon, and joined by `close`."""
+    release = threading.Event()
+    sending = threading.Event()
+    sent: list[dict[str, Any]] = []
+    threads: set[str] = set()
+
+    def send(message: dict[str, Any], deadline: Deadline) -> None:
+        threads.add(threading.current_thread().name)
+        assert threading.current_thread().daemon
+        sending.set()
+        release.wait(PATIENT)
+        sent.append(message)
+
+    sender = CancelSender("test", send, lambda: BUDGET)
+    first = notification("notifications/cancelled", {"requestId": 0})
+    sender.post(first)
+    try:
+        assert sending.wait(PATIENT)  # the first is being sent: it waits no more
+        for key in range(1, MAX_WAITING + 2):
+            sender.post(notification("notifications/cancelled", {"requestId": key}))
+    finally:
+        release.set()
+        sender.close()
+    assert [m["params"]["requestId"] for m in sent] == list(range(MAX_WAITING + 1))  # the last one dropped
+    assert threads == {"mcp_tasks-cancel-test"}
+    sender.post(first)  # closed: dropped, no thread started
+    assert len(sent) == MAX_WAITING + 1

@@ -6,7 +6,11 @@ such use is here, small, and tested at the declared floors (tests/test_http_plum
   `transports._watchdog`). It uses urllib3's long-stable extension points: the pool manager's
   ``pool_classes_by_scheme``, a pool's ``ConnectionCls``, and the connection's ``_new_conn`` and
   ``_dns_host`` (the private names: where and to what the socket is made, in urllib3 1.26 and 2.x
-  alike), so the socket is watched before it connects.
+  alike), so the socket is watched before it connects. Through an HTTP(S) proxy (``proxies=``,
+  ``HTTP_PROXY``, ``HTTPS_PROXY``) the proxy manager's pools are ours too (requests' documented
+  ``proxy_manager_for`` hook): the socket to the proxy is watched from before it connects, so
+  the ``CONNECT`` of a tunnel, its answer, the TLS inside it and every byte after are under the
+  watch. A SOCKS proxy's connections are its own package's, and not watched.
 - `http_response`, the http.client response under a urllib3 one (``_fp``), whose ``read1``
   returns what one receive brings: an SSE event is handed on as soon as it arrives.
 """
@@ -21,6 +25,7 @@ from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
+from urllib3.poolmanager import ProxyManager
 
 from mcp_tasks.transports._watchdog import attach_current, connect
 
@@ -66,13 +71,25 @@ class _WatchedHTTPSPool(HTTPSConnectionPool):
     ConnectionCls = _WatchedHTTPSConnection
 
 
+_WATCHED_POOLS: dict[str, type[HTTPConnectionPool]] = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
+
+
 class WatchedAdapter(HTTPAdapter):
-    """An `HTTPAdapter` whose sockets a `Watch` can cut (requests through a proxy are not watched)."""
+    """An `HTTPAdapter` whose sockets a `Watch` can cut, through an HTTP(S) proxy too (not a SOCKS one)."""
 
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         """The stock pool manager, with connection pools whose connections attach their sockets."""
         super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
+        self.poolmanager.pool_classes_by_scheme = dict(_WATCHED_POOLS)
+
+    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
+        """The stock proxy manager for `proxy`, with our connection pools (an HTTP(S) proxy's:
+        requests makes a SOCKS proxy's manager of another kind, left as it is).
+        """
+        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
+        if isinstance(manager, ProxyManager):
+            manager.pool_classes_by_scheme = dict(_WATCHED_POOLS)
+        return manager
 
 
 def http_response(raw: Any) -> http.client.HTTPResponse:

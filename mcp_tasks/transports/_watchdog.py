@@ -15,6 +15,10 @@ still open, and without any open watch it sleeps until a new one comes (no wake-
 idle, no thread per call). A watch closed before its deadline costs at most one wake-up at that
 deadline (the sleeper then finds nothing due and sleeps on), not one per call. `Watch.fire` cuts
 an exchange from any thread (`close`, an answer that came another way) by the same means.
+
+The name lookup before a connect is under the same deadline: `connect` has the watchdog's
+`Resolver` (`transports._resolve`) look the host up on a helper thread, and waits for it no longer
+than the watch's deadline (or until the watch is cut).
 """
 
 from __future__ import annotations
@@ -23,9 +27,11 @@ import socket
 import threading
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from mcp_tasks._clock import Deadline
 from mcp_tasks._threads import join_all, start_thread
+from mcp_tasks.transports import _resolve
 
 __all__ = ["Watch", "Watchdog", "attach_current", "connect", "current", "watching"]
 
@@ -111,6 +117,8 @@ class Watchdog:
     """One thread for all the watches of one transport (see the module's docstring)."""
 
     def __init__(self, name: str) -> None:
+        self.resolver = _resolve.Resolver(name)
+        """Looks up the names of the connections made under this watchdog's watches."""
         self.lock = threading.Lock()
         self._wake = threading.Condition(self.lock)
         self._name = name
@@ -145,13 +153,16 @@ class Watchdog:
             return watch.fired is not None
 
     def close(self) -> None:
-        """Stop the thread (the watches still open are left to their owners) and join it."""
+        """Stop the thread (the watches still open are left to their owners) and join it, and the
+        resolver's helpers.
+        """
         with self.lock:
             self._closed = True
             thread = self._thread
             self._wake.notify()
         if thread is not None:
             join_all([thread], 1.0)
+        self.resolver.close()
 
     def _add(self, watch: Watch) -> None:
         # the lock held
@@ -239,11 +250,12 @@ def connect(
 ) -> socket.socket:
     """`socket.create_connection`, with each socket attached to the current watch before it
     connects: a connect that waits (a server whose backlog is full drops the SYN) is cut at the
-    deadline, or by `Watch.fire`, like any other step. Raises OSError (TimeoutError on timeout).
+    deadline, or by `Watch.fire`, like any other step; and the name looked up by the watchdog's
+    `Resolver`, within the watch's deadline and `timeout`. Raises OSError (TimeoutError on timeout).
     """
     host, port = address
     error: OSError | None = None
-    for family, kind, proto, _, where in socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM):
+    for family, kind, proto, _, where in _addresses(host, port, timeout):
         sock = socket.socket(family, kind, proto)
         try:
             for option in options or ():
@@ -260,3 +272,17 @@ def connect(
             sock.close()
             error = exc
     raise error if error is not None else OSError(f"no address found for {host}")
+
+
+def _addresses(host: str, port: int, timeout: float | None) -> list[tuple[Any, ...]]:
+    """`host`'s addresses: looked up under the current watch (by its deadline, or `timeout` from
+    now when that comes first), or, without a watch, in this thread.
+    """
+    watch = current()
+    if watch is None:
+        return socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)
+    end = watch.at
+    if timeout is not None:
+        step = time.monotonic() + timeout
+        end = step if end is None else min(end, step)
+    return watch._dog.resolver.resolve(host, port, end, lambda: watch.fired is not None)

@@ -18,8 +18,9 @@ http.client; `transports._session` the 2025-era session.
 object makes; a resumption GET; the session's GET stream; the DELETE at close) runs under a
 `Watch`: the sockets it uses are attached to it as they are made or reused, and the transport's
 one watchdog thread shuts them down when the deadline passes (or `close` cuts them), whatever a
-server trickles: connect, TLS, status line, headers, body. The margin is the watchdog's wake-up
-latency (a few ms on an idle machine). A message sent through a user's session whose own mounted
+server trickles: the name lookup (`transports._resolve`), connect, TLS, status line, headers,
+body, through an HTTP(S) proxy too (its ``CONNECT`` and its answer included). The margin is the
+watchdog's wake-up latency (a few ms on an idle machine). A message sent through a user's session whose own mounted
 adapter serves the URL is watched from its answer's body on (its headers only by socket timeouts).
 
 **Bodies.** This transport reads every body itself (`transports._body`), under the watch, with a

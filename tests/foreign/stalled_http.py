@@ -22,7 +22,7 @@ from typing import Any
 
 MODES = ("silent", "headers", "body")
 PAUSE = 0.05  # seconds between two trickled bytes
-HOLD = 60.0  # the most a connection is held (a test that is done closes the server first)
+HOLD = 120.0  # the most a connection is held (a test that is done closes the server first)
 
 
 class StalledServer:
