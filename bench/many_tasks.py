@@ -7,6 +7,8 @@ Ways compared, in one run:
   listen   mt.wait_all(client, tasks)               (listen=None: the shared stream)
   poll     mt.wait_all(client, tasks, listen=False) (the per-task poll schedule)
   threads  one thread per mt.await_task (polling)   (the way before issue 17: the baseline)
+  tlisten  one thread per mt.await_task(listen=True) (a threaded WSGI backend's shape, issue 25:
+           goal wall <= 1.1x and CPU per task <= 2x `threads`)
   futures  mt.submit for each, then future.result() (followed from creation on, by one thread)
   fastmcp  fastmcp-tasks' own async client, asyncio.gather over ToolTask.result(), against its own
            server (tests/interop/fastmcp_server.py; N <= 1,000; needs .venv-peers): its "late" is
@@ -14,7 +16,8 @@ Ways compared, in one run:
 
 Columns: wall over the ideal (the ideal is the moment the last task finished on the server: the
 tool reports time.monotonic(), one clock for every process on Linux), client CPU per task (ms),
-the client CPU ratio against `threads`, peak library threads (``mcp_tasks-*``), ``tasks/get``
+the client CPU ratio and the wall ratio (from the start to the last result) against `threads`,
+peak library threads (``mcp_tasks-*``), ``tasks/get``
 per task, and open connections at the peak (HTTP: TCP connections to the server, sampled from
 /proc/net/tcp; stdio: the one pipe). The server suggests polling every 500 ms. The machine may be
 shared: compare rows of one run, not runs.
@@ -112,11 +115,11 @@ class Peak:
         return self.peak
 
 
-def threads_way(client: mt.Client, tasks: list[mt.Status]) -> list[dict[str, Any]]:
+def threads_way(client: mt.Client, tasks: list[mt.Status], listen: bool = False) -> list[dict[str, Any]]:
     results: list[Any] = [None] * len(tasks)
 
     def one(i: int) -> None:
-        results[i] = mt.await_task(client, tasks[i], timeout=600)
+        results[i] = mt.await_task(client, tasks[i], timeout=600, listen=listen)
 
     workers = [threading.Thread(target=one, args=(i,)) for i in range(len(tasks))]
     for worker in workers:
@@ -136,6 +139,7 @@ WAYS: dict[str, Callable[[mt.Client, list[mt.Status]], list[dict[str, Any]]]] = 
     "listen": lambda c, t: [mt.outcome(s) for s in mt.wait_all(c, t, timeout=600)],
     "poll": lambda c, t: [mt.outcome(s) for s in mt.wait_all(c, t, timeout=600, listen=False)],
     "threads": threads_way,
+    "tlisten": lambda c, t: threads_way(c, t, listen=True),
 }
 
 
@@ -161,7 +165,13 @@ def peer_run(transport: str, size: int, seconds: float) -> dict[str, float]:
         ).stdout
         peak.stop()
         row: dict[str, float] = json.loads(out.strip().splitlines()[-1])
-        return {**row, "threads": float("nan"), "gets": float("nan"), "connections": peak.connections}
+        return {
+            **row,
+            "wall": float("nan"),
+            "threads": float("nan"),
+            "gets": float("nan"),
+            "connections": peak.connections,
+        }
     finally:
         if server is not None:
             server.terminate()
@@ -212,6 +222,7 @@ def run(transport: str, way: str, size: int, seconds: float) -> dict[str, float]
         ideal = max(r["structuredContent"]["done_at"] for r in results)
         return {
             "late": ended - ideal,
+            "wall": ended - started,
             "ideal": ideal - started,
             "cpu_ms": 1000 * cpu / size,
             "threads": threads,
@@ -228,10 +239,11 @@ def main() -> None:
     parser.add_argument("--sizes", default="100,1000,10000")
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--transports", default="http,stdio")
-    parser.add_argument("--ways", default="listen,poll,futures,threads,fastmcp")
+    parser.add_argument("--ways", default="listen,poll,futures,threads,tlisten,fastmcp")
     args = parser.parse_args()
     print(
         f"{'transport':9} {'N':>6} {'way':8} {'ideal s':>8} {'late s':>7} {'cpu ms/task':>11} {'cpu/threads':>11} "
+        f"{'wall/threads':>12} "
         f"{'threads':>7} {'gets/task':>9} {'conns':>5}"
     )
     for transport in args.transports.split(","):
@@ -241,9 +253,10 @@ def main() -> None:
             base = rows.get("threads")
             for way, row in rows.items():
                 ratio = f"{row['cpu_ms'] / base['cpu_ms']:.2f}" if base else "-"
+                walls = f"{row['wall'] / base['wall']:.2f}" if base else "-"
                 print(
                     f"{transport:9} {size:6} {way:8} {row['ideal']:8.2f} {row['late']:7.2f} {row['cpu_ms']:11.3f} "
-                    f"{ratio:>11} {row['threads']:7.0f} {row['gets']:9.2f} {row['connections']:5.0f}",
+                    f"{ratio:>11} {walls:>12} {row['threads']:7.0f} {row['gets']:9.2f} {row['connections']:5.0f}",
                     flush=True,
                 )
 
