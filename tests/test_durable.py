@@ -268,7 +268,7 @@ def test_contract_helpers_are_importable() -> None:
     sys.path.insert(0, str(ROOT))
     from tests.test_store import contract_tests
 
-    assert len(contract_tests()) == 6
+    assert len(contract_tests()) == 7
 
 
 # -- a busy store and the wait's deadline ----------------------------------------------------------

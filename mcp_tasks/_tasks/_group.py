@@ -16,13 +16,13 @@ from contextlib import ExitStack
 from typing import TYPE_CHECKING
 
 from mcp_tasks._clock import Deadline, wait_condition
-from mcp_tasks._errors import INVALID_PARAMS, McpError, RequestTimeout, TaskTimeout
+from mcp_tasks._errors import McpError, RequestTimeout, TaskTimeout
 from mcp_tasks._status import Era, Status, TaskState
 from mcp_tasks._tasks._failed import FailedWait
 from mcp_tasks._tasks._helpers import task_id_of
 from mcp_tasks._tasks._options import WaitSettings
 from mcp_tasks._tasks._record import saved_ref
-from mcp_tasks._tasks._schedule import delay, expired, gone
+from mcp_tasks._tasks._schedule import delay
 from mcp_tasks._tasks._task_wait import TaskWait
 from mcp_tasks._tasks._watch import READ, watch_of
 
@@ -41,9 +41,9 @@ Offload = Callable[[Callable[[], None]], None]
 class Member:
     """One task of a group: its wait, where it is due next, and how it ended."""
 
-    __slots__ = ("driving", "due", "error", "existed", "failures", "final", "index", "made", "traced", "wait")
+    __slots__ = ("driving", "due", "error", "failures", "final", "index", "made", "traced", "wait")
 
-    def __init__(self, index: int, wait: TaskWait, existed: bool) -> None:
+    def __init__(self, index: int, wait: TaskWait) -> None:
         self.index = index
         self.wait = wait
         self.traced = False  # its wait's span was started here, and is still to end
@@ -52,7 +52,6 @@ class Member:
         self.due = 0.0
         self.final: Status | None = None
         self.error: Exception | None = None
-        self.existed = existed  # the server has shown this task: -32602 now means it forgot it
         self.failures = 0
 
     @property
@@ -128,7 +127,7 @@ class Group:
             wait.deadline = self.deadline
             wait.recorder.deadline = self.deadline
             trace.start()
-            member = self._member(wait, given is not None)
+            member = self._member(wait)
             member.traced = member.made = True
             self._made.append(member)
             added.append(member)
@@ -150,7 +149,7 @@ class Group:
         """Drive a wait made elsewhere, which has taken in its starting status: read it now, then
         follow it on the shared stream.
         """
-        member = self._member(wait, wait.last is not None)
+        member = self._member(wait)
         self._schedule(member, self._first_read(wait, wait.last, self.listen))
         if self.listen:
             modern = wait.protocol.era == "modern"
@@ -165,8 +164,8 @@ class Group:
             return wait.settings.poll_interval
         return 0.0
 
-    def _member(self, wait: TaskWait, existed: bool) -> Member:
-        member = Member(len(self.members), wait, existed)
+    def _member(self, wait: TaskWait) -> Member:
+        member = Member(len(self.members), wait)
         self.members.append(member)
         self._open += 1
         self._by_id.setdefault(wait.task_id, []).append(member)
@@ -270,7 +269,6 @@ class Group:
         try:
             with wait.trace.within():  # its requests are its span's children
                 status = (wait.read_only() if self.offload is not None else wait.read()) if given is None else given
-                member.existed = True
                 if self.offload is not None and status.status is TaskState.INPUT_REQUIRED and wait.terminal is None:
                     self._hand_over(member, status, self.offload)
                     return
@@ -300,14 +298,12 @@ class Group:
         self._schedule(member, interval if just_answered else delay(interval, streamed=streamed, failures=0))
 
     def _failed(self, member: Member, exc: McpError) -> None:
-        """A read of `member` failed with `exc`: tried again, the member's end, or the group's (closing)."""
+        """A read of `member` failed with `exc`: tried again, the member's end, or the group's
+        (closing). A task the server forgot is the member's end (its wait says so: `TaskWait._gone`).
+        """
         if self.channel.closing.is_set():
             self._check_closing()
-        if exc.code == INVALID_PARAMS and member.existed and exc.kind != "transport":
-            last = member.wait.last
-            why = "expired" if last is not None and expired(last) else "forgotten"
-            self._fail(member, gone(member.task_id, why, exc))
-        elif isinstance(exc, RequestTimeout) and member.failures < MAX_FAILURES:
+        if isinstance(exc, RequestTimeout) and member.failures < MAX_FAILURES:
             # A read that timed out (a slow server) is tried again after a backoff. A server that
             # cannot be reached has had the transport's retries already (see `Retry`): it ends.
             member.failures += 1

@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
+import attrs
+
 from mcp_tasks._clock import Deadline
 from mcp_tasks._errors import McpError, TransportError
 from mcp_tasks._options import UNSET
@@ -216,6 +218,32 @@ class Recorder:
             raise
         self.store.acknowledge(self.task_id, list(responses))
         return True
+
+    @_within_deadline
+    def kept(self) -> TaskRef | None:
+        """What the store keeps of the task (None without a store, or when it keeps nothing, or
+        cannot be read: then the wait goes on as if it kept nothing).
+        """
+        store = self.store
+        if store is None:
+            return None
+        try:
+            return store.get(self.task_id)
+        except StoreError as exc:
+            log.warning("task %s: could not read its record: %s", short_id(self.task_id), exc)
+            return None
+
+    @_within_deadline
+    def gone(self, why: str, kept: TaskRef | None) -> None:
+        """The server no longer knows the task (`why`: "expired" or "forgotten"): its record
+        (`kept`, as read by `kept()`) ends so, leaves the store's unfinished tasks and is pruned
+        as finished ones are; what its ledger holds will never be needed.
+        """
+        store = self.store
+        if store is None or kept is None or kept.finished:
+            return
+        _kept("its end", self.task_id, lambda: store.record(attrs.evolve(kept, gone=why)))
+        _kept("its answers", self.task_id, self._settle)
 
     @_within_deadline
     def close(self) -> None:

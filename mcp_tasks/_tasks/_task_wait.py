@@ -17,7 +17,7 @@ import attrs
 
 from mcp_tasks._clock import Deadline, wait_sliced
 from mcp_tasks._dispatch import error_response
-from mcp_tasks._errors import INTERNAL_ERROR, REQUEST_TIMEOUT, McpError, TaskTimeout
+from mcp_tasks._errors import INTERNAL_ERROR, INVALID_PARAMS, REQUEST_TIMEOUT, McpError, TaskTimeout
 from mcp_tasks._input import input_failure
 from mcp_tasks._options import UNSET
 from mcp_tasks._redact import short_id
@@ -25,6 +25,7 @@ from mcp_tasks._status import Status, TaskState
 from mcp_tasks._tasks._options import WaitSettings
 from mcp_tasks._tasks._protocol import TaskProtocol, protocol_of
 from mcp_tasks._tasks._record import Recorder, store_of
+from mcp_tasks._tasks._schedule import expired, gone
 from mcp_tasks._tasks._side import side_of
 from mcp_tasks._tasks._strategies import ReturnStrategy
 from mcp_tasks._trace_hook import NO_TASK_TRACE, TaskTrace
@@ -236,12 +237,38 @@ class TaskWait:
     def _read_once(self) -> Status:
         """Read the task, without moving a 2025-era task that needs input along."""
         if self.protocol.era == "modern":
-            return self._bounded(lambda step: self.protocol.read(self.task_id, step, self.meta))
+            return self._known(lambda: self._bounded(lambda step: self.protocol.read(self.task_id, step, self.meta)))
         self.mark = side_of(self.client.channel).board.version(self.task_id)
         try:
-            return self._bounded(lambda step: self.protocol.read(self.task_id, step, self.meta))
+            return self._known(lambda: self._bounded(lambda step: self.protocol.read(self.task_id, step, self.meta)))
         except McpError:
             return self._stopped_or_raise()
+
+    def _known(self, read: Callable[[], Status]) -> Status:
+        """`read()`, whose -32602 for a task that existed ends the wait as `_gone` says."""
+        try:
+            return read()
+        except McpError as exc:
+            ended = self._gone(exc)
+            if ended is None:
+                raise
+            raise ended from None
+
+    def _gone(self, exc: McpError) -> McpError | None:
+        """The error that ends the wait when `exc` (a read's) says the server no longer knows a
+        task that existed (-32602 once this wait saw it, or for a task the store keeps): it
+        expired (past ``createdAt + ttlMs``) or was forgotten; the store's record ends so too.
+        None when `exc` says something else.
+        """
+        if exc.code != INVALID_PARAMS or exc.kind == "transport":
+            return None
+        kept = self.recorder.kept()  # one read of the store, on this error only
+        if self.last is None and kept is None:
+            return None  # never seen: an id the server never had, as far as anyone knows
+        last = self.last or (kept.last_status if kept is not None else None)
+        why = "expired" if last is not None and expired(last) else "forgotten"
+        self.recorder.gone(why, kept)
+        return gone(self.task_id, why, exc)
 
     def _needs_drive(self, status: Status) -> bool:
         return self.protocol.era == "legacy" and status.status is TaskState.INPUT_REQUIRED
@@ -256,7 +283,9 @@ class TaskWait:
             result = self._bounded(lambda _: self.protocol.drive(self.task_id, self.deadline, self.meta, owner))
             if result is None:
                 return status
-            return self._bounded(lambda step: self.protocol.read(self.task_id, step, self.meta, result=result))
+            return self._known(
+                lambda: self._bounded(lambda step: self.protocol.read(self.task_id, step, self.meta, result=result))
+            )
         except McpError:
             return self._stopped_or_raise()
 
