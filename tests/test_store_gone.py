@@ -97,9 +97,8 @@ def test_resume_of_a_kept_task_the_server_forgot_ends_it(listen: ListenTasksServ
 def test_a_kept_task_ends_as_expired_past_its_ttl_else_forgotten(ref: mt.TaskRef, why: str) -> None:
     store = MemoryTaskStore()
     store.record(ref)
-    with mt.Client.direct(Forgetful(), store=store) as client:
-        with pytest.raises(mt.McpError) as raised:
-            mt.wait_task(client, ref.task_id, timeout=30)
+    with mt.Client.direct(Forgetful(), store=store) as client, pytest.raises(mt.McpError) as raised:
+        mt.wait_task(client, ref.task_id, timeout=30)
     assert raised.value.data == {"taskId": ref.task_id, "reason": why}
     assert (store.get(ref.task_id) or ref).gone == why and store.unfinished() == []
 
