@@ -7,7 +7,7 @@ from mcp_tasks._store._bound import store_bound, store_deadline
 from mcp_tasks._store._holder import holder_gone, new_holder
 from mcp_tasks._store._protocol import LEASE_TTL, STORE_METHODS, TaskStore
 from mcp_tasks._store._ref import NewerRecord, TaskRef
-from mcp_tasks._store._renewer import Lease, hold, let_go
+from mcp_tasks._store._renewer import Lease, Renewer, hold, let_go
 from mcp_tasks._store._sqlite import SqliteTaskStore, StoreError, default_store_path
 
 __all__ = [
@@ -15,6 +15,7 @@ __all__ = [
     "STORE_METHODS",
     "Lease",
     "NewerRecord",
+    "Renewer",
     "SqliteTaskStore",
     "StoreError",
     "TaskRef",

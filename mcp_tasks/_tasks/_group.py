@@ -110,9 +110,17 @@ class Group:
     # -- members ------------------------------------------------------------------------------
 
     def add(
-        self, tasks: Iterable[str | Status], settings: WaitSettings | None = None, listen: bool | None = None
+        self,
+        tasks: Iterable[str | Status],
+        settings: WaitSettings | None = None,
+        listen: bool | None = None,
+        *,
+        claimed: str | None = None,
     ) -> list[Member]:
-        """Start waiting for `tasks` (ids or Statuses), with the group's settings and listen, or these."""
+        """Start waiting for `tasks` (ids or Statuses), with the group's settings and listen, or
+        these; each wait takes its task's lease in a store when it is free, or holds the one
+        `claimed` (a holder's, from `store.claim`) as its own.
+        """
         listen = self.listen if listen is None else listen
         added: list[Member] = []
         streamed: list[str] = []
@@ -131,6 +139,7 @@ class Group:
             member.traced = member.made = True
             self._made.append(member)
             added.append(member)
+            wait.recorder.take(claimed)  # its lease is freed by `close` when anything fails
             if listen:
                 (streamed if wait.protocol.era == "modern" else cued).append(task_id)
             final = wait.start(given)

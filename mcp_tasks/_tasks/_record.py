@@ -19,13 +19,23 @@ from mcp_tasks._errors import McpError, TransportError
 from mcp_tasks._options import UNSET
 from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status
-from mcp_tasks._store import LEASE_TTL, Lease, StoreError, TaskRef, TaskStore, hold, let_go, new_holder, store_deadline
+from mcp_tasks._store import LEASE_TTL, Lease, Renewer, StoreError, TaskRef, TaskStore, new_holder, store_deadline
 
 if TYPE_CHECKING:
     from mcp_tasks._channel import Channel
     from mcp_tasks._client import Client
 
-__all__ = ["RESUMING", "Recorder", "endpoint_of", "record_created", "record_status", "saved_ref", "store_of"]
+__all__ = [
+    "RESUMING",
+    "Recorder",
+    "endpoint_of",
+    "lease_ttl",
+    "record_created",
+    "record_status",
+    "renewer_of",
+    "saved_ref",
+    "store_of",
+]
 
 log = logging.getLogger("mcp_tasks")
 
@@ -36,6 +46,21 @@ def store_of(client: Client, given: object = UNSET) -> TaskStore | None:
         return given  # type: ignore[return-value]
     store: TaskStore | None = client.channel.settings.store
     return store
+
+
+def renewer_of(channel: Channel) -> Renewer:
+    """The client's lease renewer: one thread renewing the leases its waits hold, which ends
+    with the client's closing signal (and is joined by its close).
+    """
+    return channel.attachment(Renewer, lambda opened: Renewer(opened.closing))
+
+
+def lease_ttl(store: TaskStore) -> float:
+    """The seconds a lease in `store` lasts without renewal: its ``lease_ttl`` when it has one."""
+    ttl = getattr(store, "lease_ttl", None)
+    if isinstance(ttl, (int, float)) and not isinstance(ttl, bool) and ttl > 0:
+        return float(ttl)
+    return LEASE_TTL
 
 
 def endpoint_of(channel: Channel) -> str:
@@ -124,14 +149,49 @@ def _within_deadline(method: Callable[Concatenate[Recorder, P], R]) -> Callable[
 class Recorder:
     """One wait's dealings with the store: statuses, the ledger, the lease (see the module). Its
     store calls end with the wait's `deadline`: a store kept busy by others does not outlast it.
+    Its lease is renewed by `renewer` (the client's).
     """
 
-    def __init__(self, store: TaskStore | None, task_id: str, deadline: Deadline | None = None) -> None:
+    def __init__(
+        self, store: TaskStore | None, task_id: str, deadline: Deadline | None = None, renewer: Renewer | None = None
+    ) -> None:
         self.store = store
         self.task_id = task_id
         self.deadline = deadline or Deadline.never()
+        self.renewer = renewer
         self.holder = new_holder()
+        self.ttl = LEASE_TTL if store is None else lease_ttl(store)
         self.lease: Lease | None = None
+
+    def _hold(self) -> None:
+        assert self.store is not None
+        if self.renewer is None:
+            self.renewer = Renewer()  # a recorder of no client's
+        self.lease = self.renewer.hold(self.store, self.task_id, self.holder, self.ttl)
+
+    @_within_deadline
+    def take(self, claimed: str | None = None) -> None:
+        """The wait begins: take the task's lease when it is free, before the first read, and
+        keep it renewed while the wait waits (a wait that cannot take it reads, and answers
+        nothing until it frees). `claimed`: the holder that already took it (`store.claim`),
+        whose lease this wait holds as its own.
+        """
+        store = self.store
+        if store is None:
+            return
+        if claimed is not None:
+            self.holder = claimed
+            self._hold()
+            return
+        try:
+            taken = store.acquire(self.task_id, self.holder, self.ttl)
+        except StoreError as exc:  # read only for now; the lease is asked for again when input comes
+            log.warning("task %s: could not take its lease: %s", short_id(self.task_id), exc)
+            return
+        if taken:
+            self._hold()
+        else:
+            log.debug("task %s is leased by another wait: reading only", short_id(self.task_id))
 
     @_within_deadline
     def read(self, status: Status) -> None:
@@ -165,17 +225,17 @@ class Recorder:
         if self.holding:
             return True
         self._drop()
-        if self.store.acquire(self.task_id, self.holder, LEASE_TTL):
-            self.lease = hold(self.store, self.task_id, self.holder, LEASE_TTL)  # answer what is read next
+        if self.store.acquire(self.task_id, self.holder, self.ttl):
+            self._hold()  # answer what is read next
         else:
             log.debug("task %s is leased by another wait: reading only", short_id(self.task_id))
         return False
 
     def _drop(self) -> None:
         """Stop renewing a lease this wait no longer has (or is about to free)."""
-        if self.lease is not None:
-            let_go(self.lease)
-            self.lease = None
+        if self.lease is not None and self.renewer is not None:
+            self.renewer.let_go(self.lease)
+        self.lease = None
 
     @_within_deadline
     def replay(self, pending: Mapping[str, Any]) -> dict[str, Any]:
@@ -202,12 +262,12 @@ class Recorder:
         if self.store is None:
             update()
             return True
-        kept = self.holding and self.store.renew(self.task_id, self.holder, LEASE_TTL)
+        kept = self.holding and self.store.renew(self.task_id, self.holder, self.ttl)
         if not kept:  # it lapsed (a machine asleep, a store unreachable for its ttl)
             self._drop()
-            if not self.store.acquire(self.task_id, self.holder, LEASE_TTL):
+            if not self.store.acquire(self.task_id, self.holder, self.ttl):
                 return False  # and another wait took it: that one answers now
-            self.lease = hold(self.store, self.task_id, self.holder, LEASE_TTL)
+            self._hold()
         self.store.write_answers(self.task_id, responses)
         try:
             update()

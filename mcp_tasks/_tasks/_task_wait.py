@@ -24,7 +24,7 @@ from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status, TaskState
 from mcp_tasks._tasks._options import WaitSettings
 from mcp_tasks._tasks._protocol import TaskProtocol, protocol_of
-from mcp_tasks._tasks._record import Recorder, store_of
+from mcp_tasks._tasks._record import Recorder, renewer_of, store_of
 from mcp_tasks._tasks._schedule import expired, gone
 from mcp_tasks._tasks._side import side_of
 from mcp_tasks._tasks._strategies import ReturnStrategy
@@ -76,7 +76,8 @@ class TaskWait:
         self.mark = 0  # the board's count for the task before the last read
         self.protocol: TaskProtocol = self._bounded(lambda step: protocol_of(client.channel, step))
         self.meta = self.protocol.meta()  # merged once for every request of the wait
-        self.recorder = Recorder(store_of(client, settings.store), task_id, self.deadline)  # a store's ledger and lease
+        store = store_of(client, settings.store)
+        self.recorder = Recorder(store, task_id, self.deadline, renewer_of(client.channel) if store else None)
 
     # -- entry --------------------------------------------------------------------------------
 
