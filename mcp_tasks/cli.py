@@ -17,6 +17,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
+from mcp_tasks._cli_adopt import add_adopt_command, run_adopt
 from mcp_tasks._cli_store import add_store_option, find_task, list_tasks, named_store, open_store, store_options
 from mcp_tasks._cli_text import (
     TARGET_FORMS,
@@ -275,6 +276,7 @@ def _parser() -> argparse.ArgumentParser:
     tasks.add_argument("--json", action="store_true", help="each task as a JSON line (full ids)")
     tasks.add_argument("--debug", action="store_true", help="show tracebacks on stderr")
     add_store_option(tasks)
+    add_adopt_command(commands, [common, waits])
 
     demo = commands.add_parser(
         "demo",
@@ -626,6 +628,8 @@ def _run(args: argparse.Namespace, console: Console, state: dict[str, str]) -> i
     if args.command == "tasks":
         list_tasks(open_store(args), sys.stdout, as_json=args.json)
         return EXIT_OK
+    if args.command == "adopt":
+        return EXIT_OK if not run_adopt(args, _auth(args), dict(args.header) or None) else EXIT_FAILED
     _from_store(args)
     if getattr(args, "no_wait", False) and _kind(args.target) != "http":
         raise UsageError(f"--no-wait needs an http(s) target: on this one {tied_to_command(_kind(args.target))}")

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from mcp_tasks._client import Client
 
-__all__ = ["ManyOptions", "as_completed", "wait_all", "wait_any"]
+__all__ = ["ManyOptions", "as_completed", "cancel_pending", "wait_all", "wait_any"]
 
 
 class ManyOptions(TypedDict, total=False):
@@ -46,7 +46,7 @@ class ManyOptions(TypedDict, total=False):
     store: TaskStore | None
 
 
-def _cancel_pending(client: Client) -> Callable[[list[Member]], bool]:
+def cancel_pending(client: Client) -> Callable[[list[Member]], bool]:
     """What a set with ``cancel_on_timeout`` does when its deadline passes: cancel the unfinished
     tasks within `CANCEL_BUDGET` in all; whether every cancel went through.
     """
@@ -88,7 +88,7 @@ def _group(client: Client, tasks: Iterable[str | Status], options: Mapping[str, 
     tasks = list(tasks)
     for task in tasks:
         task_id_of(task)  # a bad reference fails before anything is sent
-    cancel = _cancel_pending(client) if settings.cancel_on_timeout else None
+    cancel = cancel_pending(client) if settings.cancel_on_timeout else None
     group = Group(client, settings, listen, Deadline(settings.timeout), on_timeout=cancel)
     try:
         group.add(tasks)
