@@ -219,11 +219,12 @@ class TaskWait:
     def _update(self, responses: Mapping[str, Any]) -> None:
         self._bounded(lambda step: self.protocol.update(self.task_id, responses, step, self.meta))
 
-    def _notify(self, status: Status) -> None:
+    def _notify(self, status: Status, *, record: bool = True) -> None:
         fingerprint = _fingerprint(status)
         if fingerprint != self.seen:
             self.seen = fingerprint
-            self.recorder.read(status)
+            if record:
+                self.recorder.read(status)
             log.debug("task %s is %s", short_id(self.task_id), status.wire_status)
             self.trace.status(status)
             if self.settings.on_status is not None:
@@ -324,7 +325,9 @@ class TaskWait:
         """
         if given is None:
             return None
-        self._notify(given)  # on_status hears the status the wait starts from
+        # on_status hears the status the wait starts from; the store has it (the call that read
+        # it recorded it), or does not keep the task: it is not written again.
+        self._notify(given, record=given.terminal)
         if given.terminal:
             self.terminal = given
         return given if given.terminal and given.detailed else None
