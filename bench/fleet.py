@@ -112,7 +112,7 @@ def worker(url: str, location: str, tasks: int, seconds: float) -> None:
     """One worker process: start `tasks` naps, wait for them all; print a JSON line."""
     inner = open_location(location)
     store = Counting(inner) if inner is not None else None
-    with mt.Client.http(url, timeout=120, store=store) as client:  # type: ignore[arg-type]
+    with mt.Client.http(url, timeout=120, store=store) as client:
         made = [mt.call_tool(client, "nap", {"seconds": seconds}) for _ in range(tasks)]
         statuses = mt.wait_all(client, [t for t in made if isinstance(t, mt.Status)], timeout=900)
         ended = time.monotonic()
