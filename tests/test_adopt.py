@@ -7,14 +7,17 @@ servers of tests/foreign/. Real processes, one killed: tests/test_fleet_processe
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import mcp_tasks as mt
+from mcp_tasks import cli
 from mcp_tasks._store import holder_gone, new_holder
 from mcp_tasks.server import Server, serve_http
 from tests.conftest import Background
@@ -237,3 +240,23 @@ def test_bad_arguments_are_clear_errors() -> None:
     with pytest.raises(TypeError, match="unexpected keyword argument 'colour'"):
         mt.adopt(Claiming(), colour="red")  # type: ignore[call-arg]
     assert list(mt.adopt(Claiming(), timeout=5)) == []  # nothing to claim: nothing to do
+
+
+@pytest.mark.skipif(not hasattr(mt.SqliteTaskStore, "claim"), reason="until the store side's claim is merged")
+def test_the_command_line_adopts_from_its_store(
+    reference: Reference, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "tasks.sqlite3"
+    store = mt.SqliteTaskStore(path)
+    ids = started(reference.url, store, "job", 2)
+    reference.gate.set()
+    assert cli.main(["adopt", "--store", str(path), "--timeout", "30", "--json"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert sorted(line["taskId"] for line in lines) == sorted(ids)
+    assert {line["outcome"] for line in lines} == {"completed"} and store.unfinished() == []
+    (held,) = started(reference.url, store, "job", 1)
+    with mt.Client.http(reference.url) as client:
+        mt.cancel_task(client, held)
+    assert cli.main(["adopt", "--store", str(path), "--timeout", "30"]) == 3  # one did not complete
+    shown = capsys.readouterr().out
+    assert "TaskCancelled" in shown and held not in shown  # a short id only
