@@ -34,14 +34,14 @@ class Spy(MemoryTaskStore):
         self.journal = journal if journal is not None else []
         self.refused = threading.Event()
 
-    def write_answers(self, task_id: str, answers: Mapping[str, Any]) -> None:
+    def write_answers(self, task_id: str, answers: Mapping[str, Any], *, holder: str | None = None) -> None:
         self.journal.append(f"write {sorted(answers)}")
-        super().write_answers(task_id, answers)
+        super().write_answers(task_id, answers, holder=holder)
 
-    def acknowledge(self, task_id: str, keys: Iterable[str]) -> None:
+    def acknowledge(self, task_id: str, keys: Iterable[str], *, holder: str | None = None) -> None:
         keys = list(keys)
         self.journal.append(f"ack {sorted(keys)}")
-        super().acknowledge(task_id, keys)
+        super().acknowledge(task_id, keys, holder=holder)
 
     def acquire(self, task_id: str, holder: str, ttl: float) -> bool:
         taken = super().acquire(task_id, holder, ttl)
@@ -268,7 +268,7 @@ def test_contract_helpers_are_importable() -> None:
     sys.path.insert(0, str(ROOT))
     from tests.test_store import contract_tests
 
-    assert len(contract_tests()) == 6
+    assert len(contract_tests()) == 9
 
 
 # -- a busy store and the wait's deadline ----------------------------------------------------------

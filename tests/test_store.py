@@ -134,14 +134,90 @@ def test_a_lease_has_one_holder_until_released_or_expired(store: mt.TaskStore) -
 
 
 def test_a_lease_of_a_process_that_is_gone_is_free_at_once(store: mt.TaskStore) -> None:
-    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    dead = new_holder().split("/")
-    dead[1] = done.stdout.strip()
-    gone = "/".join(dead)
+    gone = dead_holder()
     assert holder_gone(gone) and not holder_gone(new_holder())
     assert not holder_gone("another-machine/1/abc")
     assert store.acquire(TASK, gone, 15)
     assert store.acquire(TASK, new_holder(), 15)
+
+
+def dead_holder() -> str:
+    """A holder of this machine whose process has ended."""
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = new_holder().split("/")
+    dead[1] = done.stdout.strip()
+    return "/".join(dead)
+
+
+def test_claim_takes_free_unfinished_tasks_oldest_first(store: mt.TaskStore) -> None:
+    one, two = new_holder(), new_holder()
+    for n, created in enumerate((50.0, 10.0, 40.0, 20.0, 30.0, 60.0, 5.0)):
+        store.record(ref(f"task-{n}", created))
+    store.update("task-6", working("task-6", mt.TaskState.COMPLETED))  # finished: never claimed
+    assert store.acquire("task-3", two, 600)  # held by a live holder
+    assert store.acquire("task-4", two, -1)  # expired
+    assert store.acquire("task-2", dead_holder(), 600)  # its process is gone
+    assert store.claim(one, 600, 0) == []
+    first = store.claim(one, 600, 2)
+    assert [r.task_id for r in first] == ["task-1", "task-4"] and first[0] == store.get("task-1")
+    assert [r.task_id for r in store.claim(one, 600, 10)] == ["task-2", "task-0", "task-5"]
+    assert store.claim(one, 600, 10) == [] and store.claim(two, 600, 10) == []  # none given twice
+    assert not store.acquire("task-1", two, 600) and store.renew("task-1", one, 600)  # the claimer's lease
+    store.write_answers("task-1", {"k": {"action": "accept"}}, holder=one)
+    store.release("task-0", one)
+    assert [r.task_id for r in store.claim(two, 600, 10)] == ["task-0"]
+    for bad in (-1, 1.5, True, "2"):
+        with pytest.raises((ValueError, TypeError)):
+            store.claim(one, 600, bad)  # type: ignore[arg-type]
+
+
+def test_fenced_writes_are_refused_once_the_lease_is_lost(store: mt.TaskStore) -> None:
+    one, two = new_holder(), new_holder()
+    with pytest.raises(mt.StoreError):
+        store.write_answers(TASK, {"a": {"action": "decline"}}, holder=one)  # never leased
+    assert store.acquire(TASK, one, 600)
+    store.write_answers(TASK, {"a": {"action": "decline"}}, holder=one)
+    with pytest.raises(mt.StoreError):
+        store.write_answers(TASK, {"b": {"action": "accept"}}, holder=two)  # another's lease
+    with pytest.raises(mt.StoreError):
+        store.acknowledge(TASK, ["a"], holder=two)
+    assert store.unacknowledged(TASK) == {"a": {"action": "decline"}}  # neither written
+    assert store.acquire(TASK, one, -1)  # it expires
+    with pytest.raises(mt.StoreError):
+        store.write_answers(TASK, {"b": {"action": "accept"}}, holder=one)
+    assert store.acquire(TASK, two, 600)  # taken over
+    with pytest.raises(mt.StoreError):
+        store.acknowledge(TASK, ["a"], holder=one)
+    assert store.unacknowledged(TASK) == {"a": {"action": "decline"}}
+    store.acknowledge(TASK, ["a"], holder=two)
+    store.write_answers(TASK, {"c": {"action": "cancel"}})  # no holder named: not fenced
+    assert store.unacknowledged(TASK) == {"c": {"action": "cancel"}}
+    store.release(TASK, two)
+    with pytest.raises(mt.StoreError):
+        store.acknowledge(TASK, ["c"], holder=two)
+
+
+def test_claimers_in_threads_never_get_the_same_task(store: mt.TaskStore) -> None:
+    for n in range(60):
+        store.record(ref(f"task-{n:02}", float(n)))
+    got: dict[str, list[str]] = {}
+
+    def claimer(holder: str) -> None:
+        mine = got.setdefault(holder, [])
+        while batch := store.claim(holder, 600, 3):
+            mine.extend(r.task_id for r in batch)
+
+    holders = [new_holder() for _ in range(6)]
+    threads = [threading.Thread(target=claimer, args=(h,), name=f"mcp_tasks-test-{h[-4:]}") for h in holders]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    claimed = [task_id for holder in holders for task_id in got[holder]]
+    assert sorted(claimed) == [f"task-{n:02}" for n in range(60)]  # each exactly once
+    assert all(got[h] == sorted(got[h]) for h in holders)  # oldest first, in each claimer's turn
+    for holder in holders:
+        assert all(not store.acquire(t, new_holder(), 600) for t in got[holder])
 
 
 def test_many_threads_share_a_store(store: mt.TaskStore) -> None:
@@ -289,6 +365,47 @@ def test_eight_processes_share_one_file(tmp_path: Path) -> None:
     assert all(r.last_status is not None for r in refs)
 
 
+CLAIMER = """
+import json, sys
+import mcp_tasks as mt
+from mcp_tasks._store import new_holder
+store = mt.SqliteTaskStore(sys.argv[1], busy_timeout=120)
+holder, got = new_holder(), []
+print("ready", flush=True)
+sys.stdin.readline()  # all start together
+while batch := store.claim(holder, 600, 4):
+    got.extend(ref.task_id for ref in batch)
+print(json.dumps(got), flush=True)
+"""
+
+
+def test_claimers_in_four_processes_never_get_the_same_task(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.sqlite3"
+    store = mt.SqliteTaskStore(path)
+    for n in range(200):
+        store.record(ref(f"task-{n:03}", float(n)))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-c", CLAIMER, str(path)],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    for worker in workers:
+        assert worker.stdout is not None and worker.stdout.readline() == "ready\n"
+    for worker in workers:
+        assert worker.stdin is not None
+        worker.stdin.write("go\n")
+        worker.stdin.flush()
+    claimed = [json.loads(worker.communicate()[0]) for worker in workers]
+    assert [w.returncode for w in workers] == [0] * 4
+    assert sorted(t for got in claimed for t in got) == [f"task-{n:03}" for n in range(200)]
+
+
 def contract_tests() -> list[Callable[[mt.TaskStore], None]]:
     """The contract tests, for a third store: call each with a fresh store."""
     return [
@@ -297,6 +414,9 @@ def contract_tests() -> list[Callable[[mt.TaskStore], None]]:
         test_the_ledger_keeps_answers_until_acknowledged,
         test_a_lease_has_one_holder_until_released_or_expired,
         test_a_lease_of_a_process_that_is_gone_is_free_at_once,
+        test_claim_takes_free_unfinished_tasks_oldest_first,
+        test_fenced_writes_are_refused_once_the_lease_is_lost,
+        test_claimers_in_threads_never_get_the_same_task,
         test_many_threads_share_a_store,
     ]
 
