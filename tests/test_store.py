@@ -64,6 +64,22 @@ def test_a_ref_shows_a_short_id_only() -> None:
     assert TASK not in shown and "task…cdef" in shown and "export" in shown
 
 
+@pytest.mark.parametrize(
+    ("endpoint", "shown"),
+    [
+        ("https://ada:hunter2@host.example:8443/mcp?api_key=sk-0123456789#x", "https://host.example:8443/mcp"),
+        ("http://[::1]:9/mcp?token=abc", "http://[::1]:9/mcp"),
+        ("http://host:notaport/mcp?key=1", "http://…"),
+        ("python -m my_server --flag=x?y", "python -m my_server --flag=x?y"),
+        ("direct:reference", "direct:reference"),
+    ],
+)
+def test_a_ref_shows_its_endpoint_without_query_or_userinfo(endpoint: str, shown: str) -> None:
+    kept = mt.TaskRef(endpoint, TASK)
+    assert f"endpoint={shown!r}" in repr(kept)
+    assert json.loads(kept.to_json())["endpoint"] == endpoint  # whole where it is data
+
+
 def test_a_ref_from_a_newer_version_is_a_clear_error() -> None:
     saved = json.loads(ref().to_json())
     saved["format"] = 99
@@ -142,11 +158,11 @@ def test_a_lease_of_a_process_that_is_gone_is_free_at_once(store: mt.TaskStore) 
 
 
 def dead_holder() -> str:
-    """A holder of this machine whose process has ended."""
-    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    dead = new_holder().split("/")
-    dead[1] = done.stdout.strip()
-    return "/".join(dead)
+    """The holder of a process of this machine that has ended."""
+    code = "from mcp_tasks._store import new_holder; print(new_holder())"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    return done.stdout.strip()
 
 
 def test_claim_takes_free_unfinished_tasks_oldest_first(store: mt.TaskStore) -> None:
@@ -259,6 +275,35 @@ def test_a_file_that_is_no_store_is_named_and_left_alone(tmp_path: Path) -> None
     with pytest.raises(mt.StoreError, match=r"notes\.txt.*not a task store"):
         mt.SqliteTaskStore(path)
     assert path.read_bytes() == content
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_another_programs_sqlite_file_is_named_and_left_exactly_as_it_was(tmp_path: Path, version: int) -> None:
+    path = tmp_path / "app.db"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE tasks (id INTEGER PRIMARY KEY, title TEXT)")  # a to-do app's "tasks"
+        db.execute("CREATE TABLE notes (body TEXT)")
+        db.execute("INSERT INTO tasks (title) VALUES ('buy milk')")
+        db.execute(f"PRAGMA user_version={version}")
+    db.close()
+    before = path.read_bytes()
+    with pytest.raises(
+        mt.StoreError, match=r"app\.db is not a task store \(it holds the tables notes, tasks.*left as it is"
+    ):
+        mt.SqliteTaskStore(path)
+    assert path.read_bytes() == before  # not switched to WAL, no table added
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db"]
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    db.close()
+
+
+def test_an_empty_sqlite_file_becomes_a_store(tmp_path: Path) -> None:
+    path = tmp_path / "empty.db"
+    sqlite3.connect(path).close()
+    store = mt.SqliteTaskStore(path)
+    store.record(ref())
+    assert mt.SqliteTaskStore(path).get(TASK) == ref()
 
 
 def test_a_store_made_by_a_newer_version_is_named(tmp_path: Path) -> None:
@@ -473,6 +518,62 @@ def test_a_lease_another_holder_took_is_marked_lost() -> None:
     assert renewers() == []
 
 
+# -- whether a holder's process is gone ------------------------------------------------------------
+
+
+def test_a_holder_names_its_namespace_and_start_time() -> None:
+    import mcp_tasks._store._holder as holder_module
+
+    machine, namespace, process, wait = new_holder().split("/")
+    pid, start = process.split("-")
+    assert machine == holder_module.machine_id() and int(pid) == os.getpid() and start.isdigit() and wait
+    assert namespace == (os.readlink("/proc/self/ns/pid")[5:-1] if sys.platform == "linux" else "-")
+    parent = f"{machine}/{namespace}/{os.getppid()}"
+    parent_start = holder_module._started(os.getppid())
+    if sys.platform == "linux":
+        assert parent_start and not holder_gone(f"{parent}-{parent_start}/abc")
+        assert holder_gone(f"{parent}-{int(parent_start) + 1}/abc")  # the pid, used again by a later process
+        assert holder_gone(f"{machine}/{namespace}/{pid}-{int(start) + 1}/abc")  # this pid, an earlier process
+    assert not holder_gone(f"{machine}/1{namespace}/{os.getppid()}-1/abc")  # another namespace: never known
+    assert not holder_gone(f"{machine}/{namespace}/999999999-1/abc".replace(namespace, "4026531999"))
+    assert not holder_gone(f"{machine}/{os.getppid()}/abc")  # an older mcp_tasks' holder: its ttl decides
+    assert not holder_gone(f"{machine}/{namespace}/x-1/abc") and not holder_gone("")
+
+
+IN_ANOTHER_NAMESPACE = """
+import sys
+import mcp_tasks as mt
+from mcp_tasks._store import new_holder
+store = mt.SqliteTaskStore(sys.argv[1])
+print(new_holder(), store.acquire(sys.argv[2], new_holder(), 15), store.claim(new_holder(), 15, 10) == [], flush=True)
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="Linux PID namespaces")
+def test_a_process_in_another_pid_namespace_does_not_take_a_live_lease(tmp_path: Path) -> None:
+    """Two containers sharing one store file: the other one sees none of this one's pids."""
+    path = tmp_path / "tasks.sqlite3"
+    store = mt.SqliteTaskStore(path)
+    store.record(ref())
+    holder = new_holder()
+    assert store.acquire(TASK, holder, 600)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    probe = subprocess.run(["unshare", "--pid", "--fork", "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip(f"unshare --pid is not allowed here: {probe.stderr.decode(errors='replace').strip()}")
+    done = subprocess.run(
+        ["unshare", "--pid", "--fork", sys.executable, "-c", IN_ANOTHER_NAMESPACE, str(path), TASK],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    theirs, took, claimed_none = done.stdout.split()
+    assert theirs.split("/")[1] != holder.split("/")[1] and theirs.split("/")[2].startswith("1-")
+    assert (took, claimed_none) == ("False", "True")
+    assert not store.acquire(TASK, new_holder(), 600) and store.renew(TASK, holder, 600)
+
+
 # -- whether a holder's process is gone, on Windows ------------------------------------------------
 
 
@@ -513,7 +614,7 @@ def test_on_windows_a_holder_process_is_asked_of_windows(
 
     monkeypatch.setattr(sys, "platform", "win32")
     monkeypatch.setattr(holder_module, "_kernel32", lambda: (kernel32, lambda: kernel32.error))
-    living = f"{holder_module.machine_id()}/{os.getppid()}/abc"  # a process POSIX knows alive
+    living = f"{holder_module.machine_id()}/{holder_module.pid_namespace()}/{os.getppid()}-0/abc"  # alive here
     assert holder_gone(living) is gone
     assert kernel32.closed == ([] if kernel32.exit_code is None else [42])
 

@@ -3,7 +3,7 @@ and `SqliteTaskStore`, the store that ships. The store knows nothing of clients 
 tasks code records into it.
 """
 
-from mcp_tasks._store._bound import store_bound, store_deadline
+from mcp_tasks._store._bound import best_effort, store_bound, store_deadline
 from mcp_tasks._store._error import StoreError
 from mcp_tasks._store._holder import holder_gone, new_holder
 from mcp_tasks._store._protocol import CLAIM_METHOD, LEASE_TTL, STORE_METHODS, TaskStore, lease_ttl_of
@@ -21,6 +21,7 @@ __all__ = [
     "StoreError",
     "TaskRef",
     "TaskStore",
+    "best_effort",
     "default_store_path",
     "hold",
     "holder_gone",

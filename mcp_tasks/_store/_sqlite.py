@@ -61,6 +61,12 @@ CREATE TABLE IF NOT EXISTS leases (
     expires REAL NOT NULL
 );
 """
+_COLUMNS = {
+    "tasks": ("task_id", "finished", "created_at", "updated_at", "ref"),
+    "answers": ("task_id", "key", "response", "acknowledged", "written_at"),
+    "leases": ("task_id", "holder", "expires"),
+}
+"""What a task store file has (another program's SQLite file has not)."""
 
 
 def default_store_path() -> Path:
@@ -123,17 +129,40 @@ class SqliteTaskStore:
             raise StoreError(f"cannot create the task store {self.path}: {exc.strerror or exc}") from exc
 
     def _prepare(self, db: sqlite3.Connection) -> None:
-        self._check_schema(db.execute("PRAGMA user_version").fetchone()[0])
+        self._check_layout(db)  # before anything changes: another program's file stays as it is
         if str(db.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
             db.execute("PRAGMA journal_mode=WAL")
         with self._write(db):
-            found = db.execute("PRAGMA user_version").fetchone()[0]
-            self._check_schema(found)
+            found = self._check_layout(db)
             if found == 0:
                 for statement in _TABLES.split(";"):
                     if statement.strip():
                         db.execute(statement)
             db.execute(f"PRAGMA user_version={SCHEMA}")  # a write: fails now, not at the first task, when it cannot
+
+    def _check_layout(self, db: sqlite3.Connection) -> int:
+        """The file's schema version, once it is known to be a task store's or empty (StoreError
+        naming what else it holds otherwise).
+        """
+        found = int(db.execute("PRAGMA user_version").fetchone()[0])
+        self._check_schema(found)
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if found == 0 and not tables:
+            return 0
+        missing = [
+            f"{table}.{column}"
+            for table, columns in _COLUMNS.items()
+            for column in columns
+            if column not in {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        ]
+        if found == 0 or missing:
+            held = ", ".join(sorted(tables)[:5]) + (", …" if len(tables) > 5 else "")
+            raise StoreError(
+                f"{self.path} is not a task store (it holds the tables {held or 'none'}"
+                f"{'; without ' + ', '.join(missing[:3]) if found and missing else ''}): it was left as it is; "
+                "name another file for the task store"
+            )
+        return found
 
     def _check_schema(self, found: int) -> None:
         if found > SCHEMA:
