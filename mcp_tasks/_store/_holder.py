@@ -33,7 +33,7 @@ def machine_id() -> str:
 
 @lru_cache(maxsize=1)
 def pid_namespace() -> str:
-    """This process's PID namespace (Linux: the inode of ``/proc/self/ns/pid``; elsewhere ``-``)."""
+    """The PID namespace of this process (Linux: the inode of ``/proc/self/ns/pid``; elsewhere ``-``)."""
     try:
         link = os.readlink("/proc/self/ns/pid")  # "pid:[4026531836]"
     except OSError:
