@@ -43,7 +43,7 @@ from mcp_tasks._errors import (
 from mcp_tasks._input import InputHandlers
 from mcp_tasks._printable import json_text, printable
 from mcp_tasks._prompt import read_answer
-from mcp_tasks._redact import short_id
+from mcp_tasks._redact import redact_ids, short_id
 from mcp_tasks._status import Status
 from mcp_tasks._store import StoreError
 from mcp_tasks._tasks import DEFAULT_POLL_INTERVAL, await_task, call_tool, cancel_task, get_task, server_supports
@@ -715,12 +715,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (TaskFailed, TaskCancelled, InputRequired) as exc:
         return _fail(console, _outcome_code(exc), str(exc), debug)
     except McpError as exc:
+        said = redact_ids(str(exc), state.get("task_id"))  # the server's text may quote the id
         if "task_id" in state and is_no_such_task(exc):
             message = (
                 f"no such task {short_id(state['task_id'])} on this server (expired, mistyped, or another session's)"
             )
-            return _fail(console, EXIT_NO_TASK, f"{message}: {exc} (error {exc.code})", debug, code=exc.code)
-        return _fail(console, _outcome_code(exc), f"{exc} (error {exc.code})", debug, code=exc.code)
+            return _fail(console, EXIT_NO_TASK, f"{message}: {said} (error {exc.code})", debug, code=exc.code)
+        return _fail(console, _outcome_code(exc), f"{said} (error {exc.code})", debug, code=exc.code)
     except (InvalidStatus, TypeError, ValueError) as exc:
         return _fail(console, EXIT_USAGE, str(exc), debug)
     except StoreError as exc:
