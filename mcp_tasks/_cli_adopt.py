@@ -42,9 +42,10 @@ def add_adopt_command(commands: Any, parents: list[argparse.ArgumentParser]) -> 
 
 
 def run_adopt(
-    args: argparse.Namespace, auth: AuthBase | None, headers: Mapping[str, str] | None, out: IO[str] = sys.stdout
+    args: argparse.Namespace, auth: AuthBase | None, headers: Mapping[str, str] | None, out: IO[str] | None = None
 ) -> int:
-    """Run ``adopt``: how many of the tasks adopted did not complete."""
+    """Run ``adopt`` (lines on `out`, stdout by default): how many of the tasks adopted did not complete."""
+    out = out or sys.stdout
     if args.limit is not None and args.limit < 1:
         raise ValueError(f"--limit must be a positive number, got {args.limit}")
     store = open_store(args)

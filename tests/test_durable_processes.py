@@ -41,22 +41,21 @@ CLIENT = textwrap.dedent(
     import mcp_tasks as mt
 
     url, path, mode = sys.argv[1], sys.argv[2], sys.argv[3]
-    if os.environ.get("LEASE_TTL"):  # a shorter lease, so that a test need not wait 15 s
-        import mcp_tasks._tasks._record as record
-        record.LEASE_TTL = float(os.environ["LEASE_TTL"])
+    # A shorter lease, so that a test need not wait 15 s.
+    lease = {"lease_ttl": float(os.environ["LEASE_TTL"])} if os.environ.get("LEASE_TTL") else {}
 
     class Dying(mt.SqliteTaskStore):
-        def write_answers(self, task_id, answers):
-            super().write_answers(task_id, answers)
+        def write_answers(self, task_id, answers, *, holder=None):
+            super().write_answers(task_id, answers, holder=holder)
             if mode == "die-after-write":
                 os.kill(os.getpid(), signal.SIGKILL)
 
-        def acknowledge(self, task_id, keys):
+        def acknowledge(self, task_id, keys, *, holder=None):
             if mode == "die-before-ack":
                 os.kill(os.getpid(), signal.SIGKILL)
-            super().acknowledge(task_id, keys)
+            super().acknowledge(task_id, keys, holder=holder)
 
-    store = Dying(path)
+    store = Dying(path, **lease)
 
     def form(params):
         if mode != "wait":

@@ -22,10 +22,7 @@ import mcp_tasks as mt
 from mcp_tasks.server import Server, serve_http
 from tests.conftest import ROOT
 
-pytestmark = [
-    pytest.mark.skipif(os.name == "nt", reason="SIGKILL"),
-    pytest.mark.skipif(not hasattr(mt.SqliteTaskStore, "claim"), reason="until the store side's claim is merged"),
-]
+pytestmark = pytest.mark.skipif(os.name == "nt", reason="SIGKILL")
 
 TASKS = 4
 SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}

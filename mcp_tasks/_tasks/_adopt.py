@@ -20,13 +20,13 @@ from mcp_tasks._client import Client
 from mcp_tasks._clock import Deadline, get_sliced
 from mcp_tasks._errors import McpError, TaskTimeout
 from mcp_tasks._redact import short_id
-from mcp_tasks._store import StoreError, TaskRef, TaskStore, new_holder, store_deadline
+from mcp_tasks._store import CLAIM_METHOD, StoreError, TaskRef, TaskStore, lease_ttl_of, new_holder, store_deadline
 from mcp_tasks._store._protocol import check_store
 from mcp_tasks._tasks._driver import TaskFuture, settled_future
 from mcp_tasks._tasks._group import Group, Member
 from mcp_tasks._tasks._many import cancel_pending
 from mcp_tasks._tasks._options import WaitSettings, settings_of
-from mcp_tasks._tasks._record import endpoint_of, lease_ttl
+from mcp_tasks._tasks._record import endpoint_of
 from mcp_tasks._threads import join_all, start_thread
 
 if TYPE_CHECKING:
@@ -75,9 +75,8 @@ def adopt(
     """
     if check_store(store) is None:
         raise TypeError("adopt() needs a TaskStore, got None")
-    claim = getattr(store, "claim", None)
-    if not callable(claim):
-        raise TypeError(f"adopt() needs a store with claim(holder, ttl, limit); {store!r} has no claim")
+    if not callable(getattr(store, CLAIM_METHOD, None)):
+        raise TypeError(f"adopt() needs a store with claim(holder, ttl, limit); {store!r} has no {CLAIM_METHOD}")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise ValueError(f"limit must be a positive integer or None, got {limit!r}")
     if client is not None and not isinstance(client, Client):
@@ -100,7 +99,7 @@ def _adopted(
     deadline = Deadline(settings.timeout)
     holder = new_holder()
     with store_deadline(deadline.at):
-        refs: list[TaskRef] = store.claim(holder, lease_ttl(store), limit)  # type: ignore[attr-defined]
+        refs = store.claim(holder, lease_ttl_of(store), limit)
     if not refs:
         return
     log.info("adopted %d task(s) from %r", len(refs), store)

@@ -19,7 +19,17 @@ from mcp_tasks._errors import McpError, TransportError
 from mcp_tasks._options import UNSET
 from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status
-from mcp_tasks._store import LEASE_TTL, Lease, Renewer, StoreError, TaskRef, TaskStore, new_holder, store_deadline
+from mcp_tasks._store import (
+    Lease,
+    Renewer,
+    StoreError,
+    TaskRef,
+    TaskStore,
+    best_effort,
+    lease_ttl_of,
+    new_holder,
+    store_deadline,
+)
 
 if TYPE_CHECKING:
     from mcp_tasks._channel import Channel
@@ -29,7 +39,6 @@ __all__ = [
     "RESUMING",
     "Recorder",
     "endpoint_of",
-    "lease_ttl",
     "record_created",
     "record_status",
     "renewer_of",
@@ -38,6 +47,9 @@ __all__ = [
 ]
 
 log = logging.getLogger("mcp_tasks")
+
+RELEASE_PATIENCE = 5.0
+"""Seconds a wait's end waits for a busy store to free its lease (within the wait's deadline)."""
 
 
 def store_of(client: Client, given: object = UNSET) -> TaskStore | None:
@@ -53,14 +65,6 @@ def renewer_of(channel: Channel) -> Renewer:
     with the client's closing signal (and is joined by its close).
     """
     return channel.attachment(Renewer, lambda opened: Renewer(opened.closing))
-
-
-def lease_ttl(store: TaskStore) -> float:
-    """The seconds a lease in `store` lasts without renewal: its ``lease_ttl`` when it has one."""
-    ttl = getattr(store, "lease_ttl", None)
-    if isinstance(ttl, (int, float)) and not isinstance(ttl, bool) and ttl > 0:
-        return float(ttl)
-    return LEASE_TTL
 
 
 def endpoint_of(channel: Channel) -> str:
@@ -125,9 +129,11 @@ def saved_ref(client: Client, task_id: str, given: object, timeout: float | None
 
 
 def record_status(status: Status, store: TaskStore | None, deadline: Deadline | None = None) -> None:
-    """Make `status` its task's last status in the store (until the call's `deadline`, if busy)."""
+    """Make `status` its task's last status in the store: best effort, a busy store is given
+    `STATUS_BUDGET` seconds (or less, to the call's `deadline`), then the status goes unrecorded.
+    """
     if store is not None:
-        with store_deadline(deadline.at if deadline is not None else None):
+        with store_deadline(deadline.at if deadline is not None else None), best_effort():
             _kept("its status", status.task_id, lambda: store.update(status.task_id, status))
 
 
@@ -160,7 +166,7 @@ class Recorder:
         self.deadline = deadline or Deadline.never()
         self.renewer = renewer
         self.holder = new_holder()
-        self.ttl = LEASE_TTL if store is None else lease_ttl(store)
+        self.ttl = lease_ttl_of(store)
         self.lease: Lease | None = None
 
     def _hold(self) -> None:
@@ -184,9 +190,10 @@ class Recorder:
             self._hold()
             return
         try:
-            taken = store.acquire(self.task_id, self.holder, self.ttl)
+            with best_effort():  # a locked store does not hold the wait's first read back
+                taken = store.acquire(self.task_id, self.holder, self.ttl)
         except StoreError as exc:  # read only for now; the lease is asked for again when input comes
-            log.warning("task %s: could not take its lease: %s", short_id(self.task_id), exc)
+            log.info("task %s: could not take its lease yet: %s", short_id(self.task_id), exc)
             return
         if taken:
             self._hold()
@@ -203,6 +210,7 @@ class Recorder:
             _kept("its answers", self.task_id, self._settle)
 
     def _settle(self) -> None:
+        # Not fenced: the task is over, nobody can answer it now (this wait may not hold its lease).
         assert self.store is not None
         left = self.store.unacknowledged(self.task_id)
         if left:
@@ -247,7 +255,7 @@ class Recorder:
         written = self.store.unacknowledged(self.task_id)
         stale = [key for key in written if key not in pending]
         if stale:
-            self.store.acknowledge(self.task_id, stale)
+            self.store.acknowledge(self.task_id, stale, holder=self.holder)
         again = {key: value for key, value in written.items() if key in pending}
         if again:
             log.info("task %s: sending again %d answer(s) never acknowledged", short_id(self.task_id), len(again))
@@ -268,15 +276,16 @@ class Recorder:
             if not self.store.acquire(self.task_id, self.holder, self.ttl):
                 return False  # and another wait took it: that one answers now
             self._hold()
-        self.store.write_answers(self.task_id, responses)
+        # Fenced: a store refuses (StoreError) when the lease was lost since, so two never answer.
+        self.store.write_answers(self.task_id, responses, holder=self.holder)
         try:
             update()
         except TransportError:
             raise  # may not have arrived: a later wait sends it again
         except McpError:
-            self.store.acknowledge(self.task_id, list(responses))  # the server read it, and said no
+            self.store.acknowledge(self.task_id, list(responses), holder=self.holder)  # the server read it, and said no
             raise
-        self.store.acknowledge(self.task_id, list(responses))
+        self.store.acknowledge(self.task_id, list(responses), holder=self.holder)
         return True
 
     @_within_deadline
@@ -307,10 +316,11 @@ class Recorder:
 
     @_within_deadline
     def close(self) -> None:
-        """The wait is over: free its lease (one try once its deadline has passed: a lease left
-        behind frees itself when this process ends or its ttl passes).
+        """The wait is over: free its lease, waiting for a busy store `RELEASE_PATIENCE` at most
+        (a lease left behind frees itself when this process ends or its ttl passes).
         """
         if self.store is not None and self.lease is not None:
             self._drop()
             store = self.store
-            _kept("the end of its lease", self.task_id, lambda: store.release(self.task_id, self.holder))
+            with store_deadline(time.monotonic() + RELEASE_PATIENCE):
+                _kept("the end of its lease", self.task_id, lambda: store.release(self.task_id, self.holder))
