@@ -9,8 +9,9 @@ one alone.
 from __future__ import annotations
 
 import re
+import urllib.parse
 
-__all__ = ["ids_in", "redact_ids", "redact_server_text", "redact_text", "short_id"]
+__all__ = ["ids_in", "redact_ids", "redact_server_text", "redact_text", "short_id", "shown_endpoint"]
 
 SECRET_LENGTH = 8
 """Ids this long or longer are never shown whole; shorter ones are too short to be secrets."""
@@ -68,6 +69,23 @@ def redact_text(text: str) -> str:
     its `short_id`.
     """
     return _TOKEN.sub(_shorten, text)
+
+
+def shown_endpoint(endpoint: str) -> str:
+    """An endpoint fit to show: a URL without its userinfo, query and fragment (they may carry a
+    key); anything else (a command line, ``direct:<name>``) as it is.
+    """
+    try:
+        parts = urllib.parse.urlsplit(endpoint)
+        host, port = parts.hostname, parts.port
+    except ValueError:  # a port that is no number: show the scheme alone
+        return endpoint.partition(":")[0] + "://…" if "://" in endpoint else endpoint
+    if not parts.scheme or not parts.netloc:
+        return endpoint
+    if host is not None and ":" in host:
+        host = f"[{host}]"
+    netloc = (host or "") + (f":{port}" if port is not None else "")
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def ids_in(params: object, depth: int = 3) -> list[str]:
