@@ -1,6 +1,6 @@
 """No full task id in any message about a task a server does not know: for every "not found" shape
-of the peers (fastmcp-tasks 4.1.4, mcp 1.30, fastmcp 3.4.11, server-everything; see
-shared/reference/peers.md) served by the tests' own socket-level servers, in both eras, and for the
+of the peers (fastmcp-tasks 4.1.4, mcp 1.30, fastmcp 3, server-everything; see
+shared/reference/peers.md, and generic ones) served by the tests' own socket-level servers, in both eras, and for the
 reference server: not in ``str(exc)``, ``repr(exc)``, the log, nor the ``mcp-tasks`` command's output.
 An expired id was a bearer token.
 """
@@ -36,7 +36,8 @@ MODERN_SHAPES = [
 LEGACY_SHAPES = [
     "Task not found: {id}",  # mcp 1.30
     "Task not found: {scope}:{id}",  # a server that keys its tasks by <session>:<id>
-    "Task {id} not found",  # fastmcp 3.4.11
+    "Invalid taskId: {id} not found",  # fastmcp 3's Docket task protocol
+    "Task {id} not found",
     "MCP error -32602: Failed to retrieve task: Task not found",  # server-everything
     "Failed to retrieve task: Task not found",
 ]
