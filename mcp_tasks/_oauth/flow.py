@@ -30,7 +30,7 @@ from mcp_tasks._oauth.code import authorization_code
 from mcp_tasks._oauth.discovery import AuthServer, Resource
 from mcp_tasks._oauth.dpop import NONCE_ERROR, DPoP
 from mcp_tasks._oauth.grants import Assertion
-from mcp_tasks._oauth.http import OAuthHttp
+from mcp_tasks._oauth.http import Exchanges, OAuthHttp, Outgoing
 from mcp_tasks._oauth.jose import load_private_key, require_extra
 from mcp_tasks._oauth.options import DEFAULT_STEP_UPS, Authorize, Grant, check_options
 from mcp_tasks._oauth.records import Records, expired
@@ -181,7 +181,7 @@ class OAuth(AuthBase):
         response hook that runs the flow on a 401 or 403 (for plain `requests` users; the MCP
         client drives `auth_flow` instead).
         """
-        self._attach(request, Deadline(self.timeout))
+        self._http.run(self._attach(request, Deadline(self.timeout)))
         hook = functools.partial(self._on_response, _Attempts())
         request.register_hook("response", hook)  # type: ignore[no-untyped-call]
         return request
@@ -191,7 +191,7 @@ class OAuth(AuthBase):
         deadline = Deadline(_shorter(self._options.timeout, _timeout_of(kwargs.get("timeout"))))
         while True:
             try:
-                prepared = self._after(attempts, response, deadline)
+                prepared = self._http.run(self._after(attempts, response, deadline))
             except BaseException:
                 response.close()  # nobody will read it: the flow failed
                 raise
@@ -212,7 +212,7 @@ class OAuth(AuthBase):
 
     def auth_flow(
         self, request: requests.PreparedRequest, deadline: Deadline
-    ) -> Generator[requests.PreparedRequest, requests.Response, None]:
+    ) -> Generator[requests.PreparedRequest | Outgoing, requests.Response, None]:
         """The requests to send for `request`, in the manner of httpx's ``Auth.auth_flow``: it
         yields `request` with the token, receives the response, and yields a re-send with a better
         token while the response is a 401 or 403 ``insufficient_scope`` that one can fix.
@@ -222,11 +222,11 @@ class OAuth(AuthBase):
         another thread's flow running for the same server waits for it only until its own deadline.
         The MCP client's HTTP transport drives it in the calling thread.
         """
-        self._attach(request, deadline)
+        yield from self._http.through(self._attach(request, deadline))
         attempts = _Attempts()
         while True:
             response = yield request
-            again = self._after(attempts, response, deadline)
+            again = yield from self._http.through(self._after(attempts, response, deadline))
             if again is None:
                 return
             request = again
@@ -236,7 +236,7 @@ class OAuth(AuthBase):
     def _flow_deadline(self, deadline: Deadline) -> Deadline:
         return deadline.within(self._options.timeout)
 
-    def _attach(self, request: requests.PreparedRequest, deadline: Deadline) -> None:
+    def _attach(self, request: requests.PreparedRequest, deadline: Deadline) -> Exchanges[None]:
         """Put the token for the request's server on it: after the flow another thread runs for
         that server, when there is no token yet; refreshed first, when it expired.
         """
@@ -247,7 +247,7 @@ class OAuth(AuthBase):
             self._renewal.flights.join(key, self._flow_deadline(deadline))
             token = self._records.token(key)
         if token is not None and expired(self._records.get(key)):
-            token = self._renewal.renew_quietly(key, url, token, self._flow_deadline(deadline))
+            token = yield from self._renewal.renew_quietly(key, url, token, self._flow_deadline(deadline))
         if token is not None:
             self._present(request, key, token)
 
@@ -263,7 +263,7 @@ class OAuth(AuthBase):
 
     def _after(
         self, attempts: _Attempts, response: requests.Response, deadline: Deadline
-    ) -> requests.PreparedRequest | None:
+    ) -> Exchanges[requests.PreparedRequest | None]:
         """The re-send a 401 or 403 calls for (with a better token), or None to keep `response`."""
         request = response.request
         url = str(request.url)
@@ -295,7 +295,7 @@ class OAuth(AuthBase):
                 return None
             attempts.unauthorized += 1
             mode = "refresh" if (sent is not None and not attempts.refreshed) else "authorize"
-        token = self._renewal.renew(key, url, sent, challenge, mode, self._flow_deadline(deadline))
+        token = yield from self._renewal.renew(key, url, sent, challenge, mode, self._flow_deadline(deadline))
         if mode == "refresh":
             attempts.refreshed = True
         if token is None:

@@ -1,0 +1,110 @@
+"""Every byte of an OAuth flow under the call's deadline (issue 27): discovery, registration, the
+token request, a refresh and the identity provider's token exchange, each against an endpoint of
+the tests' own (`tests.foreign.trickling_oauth`) that trickles its answer a byte every 0.25 s,
+which a per-read timeout never notices.
+
+Each trickle lasts until the test closes the server, after the call raised: a call that waits
+for it cannot raise at all (before the fix: "the call did not return", where a user saw 18 s for
+``timeout=1.0``). No timing bound is asserted; each test reports how far past its timeout the
+call raised, and bench/deadline_margin.py measures it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+
+import mcp_tasks as mt
+from tests.conftest import Background
+from tests.foreign.trickling_oauth import TricklingOAuth
+
+PATIENT = 30.0  # a hang detector: what a test waits for comes long before, or the test fails
+TIMEOUT = 1.0
+
+
+def backend(realm: TricklingOAuth) -> mt.OAuth:
+    """A pre-registered backend (client credentials, its secret bound to the realm's issuer)."""
+    return mt.OAuth(client_id="backend", client_secret="s3cret", grant="client_credentials", issuer=realm.base)
+
+
+def registering(realm: TricklingOAuth) -> mt.OAuth:
+    """A client that registers itself (RFC 7591) for client credentials."""
+    return mt.OAuth(grant="client_credentials")
+
+
+def enterprise(realm: TricklingOAuth) -> mt.OAuth:
+    """Enterprise-managed authorization: an ID token exchanged at the realm's identity provider."""
+    pytest.importorskip("cryptography")
+    return mt.OAuth(
+        grant="enterprise_managed",
+        client_id="backend",
+        id_token="header.id-token.signature",
+        idp_token_endpoint=f"{realm.base}/idp/token",
+        idp_client_id="idp-client",
+    )
+
+
+def raises_in_time(
+    realm: TricklingOAuth, auth: mt.OAuth, record: Callable[[str, object], None], *, first: bool = True
+) -> mt.RequestTimeout:
+    """The call raises `RequestTimeout` while the endpoint still trickles; the overshoot reported."""
+    with mt.Client.http(realm.url, auth=auth, retries=0, protocol="2026-07-28") as client:
+        if not first:
+            assert client.request("tools/list", timeout=PATIENT) == {"tools": []}
+            realm.revoke()
+        start = time.monotonic()
+        caller = Background(lambda: client.request("tools/list", timeout=TIMEOUT))
+        with pytest.raises(mt.RequestTimeout) as raised:
+            caller.result(PATIENT)  # raised while the endpoint still trickles
+        overshoot = time.monotonic() - start - TIMEOUT
+        assert realm.trickling.is_set() and not realm.stop.is_set()
+    record("overshoot_s", round(overshoot, 3))
+    print(f"overshoot past timeout={TIMEOUT}s: {overshoot * 1000:.0f} ms")
+    return raised.value
+
+
+@pytest.mark.parametrize(
+    ("trickles", "make", "url_part"),
+    [
+        ("resource_metadata", backend, "/.well-known/oauth-protected-resource/mcp"),
+        ("metadata", backend, "/.well-known/oauth-authorization-server"),
+        ("register", registering, "/register"),
+        ("token", backend, "/token"),
+        ("idp", enterprise, "/idp/token"),
+    ],
+)
+def test_a_trickling_oauth_endpoint_cannot_hold_a_call(
+    trickles: str,
+    make: Callable[[TricklingOAuth], mt.OAuth],
+    url_part: str,
+    record_property: Callable[[str, object], None],
+) -> None:
+    with TricklingOAuth(trickles) as realm:
+        error = raises_in_time(realm, make(realm), record_property)
+    assert "Authorization timed out" in error.message and url_part in error.message
+    assert error.data == {"timeoutMs": TIMEOUT * 1000}
+
+
+def test_a_trickling_refresh_cannot_hold_a_call(record_property: Callable[[str, object], None]) -> None:
+    with TricklingOAuth() as realm:
+        auth = backend(realm)
+        realm.trickles = "refresh"  # the first token comes at once; its refresh trickles
+        error = raises_in_time(realm, auth, record_property, first=False)
+        assert realm.seen.count("token refresh") == 1
+    assert "Authorization timed out" in error.message and "/token" in error.message
+
+
+def test_the_flow_runs_on_the_transports_connections_when_nothing_trickles() -> None:
+    """The same realm answers at once: the call gets its answer (the tests above can fail only on time)."""
+    with TricklingOAuth() as realm:
+        with mt.Client.http(realm.url, auth=enterprise(realm), retries=0, protocol="2026-07-28") as client:
+            assert client.request("tools/list", timeout=PATIENT) == {"tools": []}
+        assert realm.seen[:5] == [
+            "mcp 401",
+            "resource_metadata",
+            "metadata",
+            "idp",
+            "token urn:ietf:params:oauth:grant-type:jwt-bearer",
+        ]
