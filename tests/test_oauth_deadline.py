@@ -11,14 +11,17 @@ call raised, and bench/deadline_margin.py measures it.
 
 from __future__ import annotations
 
+import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
+import requests
 
 import mcp_tasks as mt
 from tests.conftest import Background
 from tests.foreign.trickling_oauth import TricklingOAuth
+from tests.test_http_lookup_proxy import HANGS, HangingResolver
 
 PATIENT = 30.0  # a hang detector: what a test waits for comes long before, or the test fails
 TIMEOUT = 1.0
@@ -26,7 +29,7 @@ TIMEOUT = 1.0
 
 def backend(realm: TricklingOAuth) -> mt.OAuth:
     """A pre-registered backend (client credentials, its secret bound to the realm's issuer)."""
-    return mt.OAuth(client_id="backend", client_secret="s3cret", grant="client_credentials", issuer=realm.base)
+    return mt.OAuth(client_id="backend", client_secret="s3cret", grant="client_credentials", issuer=realm.issuer)
 
 
 def registering(realm: TricklingOAuth) -> mt.OAuth:
@@ -47,10 +50,15 @@ def enterprise(realm: TricklingOAuth) -> mt.OAuth:
 
 
 def raises_in_time(
-    realm: TricklingOAuth, auth: mt.OAuth, record: Callable[[str, object], None], *, first: bool = True
+    realm: TricklingOAuth,
+    auth: mt.OAuth,
+    record: Callable[[str, object], None],
+    *,
+    first: bool = True,
+    session: requests.Session | None = None,
 ) -> mt.RequestTimeout:
     """The call raises `RequestTimeout` while the endpoint still trickles; the overshoot reported."""
-    with mt.Client.http(realm.url, auth=auth, retries=0, protocol="2026-07-28") as client:
+    with mt.Client.http(realm.url, auth=auth, retries=0, protocol="2026-07-28", session=session) as client:
         if not first:
             assert client.request("tools/list", timeout=PATIENT) == {"tools": []}
             realm.revoke()
@@ -94,6 +102,45 @@ def test_a_trickling_refresh_cannot_hold_a_call(record_property: Callable[[str, 
         error = raises_in_time(realm, auth, record_property, first=False)
         assert realm.seen.count("token refresh") == 1
     assert "Authorization timed out" in error.message and "/token" in error.message
+
+
+def test_a_trickling_token_endpoint_cannot_hold_a_call_through_a_users_session(
+    record_property: Callable[[str, object], None],
+) -> None:
+    """A session of the user's (its stock adapters), the authorization server on another origin
+    than the MCP server's: the flow's requests are watched as well.
+    """
+    with TricklingOAuth("token", issuer_host="localhost") as realm, requests.Session() as session:
+        session.headers["X-Team"] = "reports"
+        error = raises_in_time(realm, backend(realm), record_property, session=session)
+    assert "Authorization timed out" in error.message and "/token" in error.message
+
+
+@pytest.fixture
+def resolver(monkeypatch: pytest.MonkeyPatch) -> Iterator[HangingResolver]:
+    standin = HangingResolver()
+    monkeypatch.setattr(socket, "getaddrinfo", standin)
+    try:
+        yield standin
+    finally:
+        standin.release()
+
+
+def test_a_hanging_lookup_of_the_authorization_servers_name_cannot_hold_a_call(
+    resolver: HangingResolver, record_property: Callable[[str, object], None]
+) -> None:
+    realm = TricklingOAuth(issuer_host=HANGS)
+    with realm, mt.Client.http(realm.url, auth=backend(realm), retries=0, protocol="2026-07-28") as client:
+        start = time.monotonic()
+        caller = Background(lambda: client.request("tools/list", timeout=TIMEOUT))
+        with pytest.raises(mt.RequestTimeout) as raised:
+            caller.result(PATIENT)  # raised while the lookup still hangs
+        overshoot = time.monotonic() - start - TIMEOUT
+        assert resolver.called.is_set() and not resolver.released.is_set()
+        resolver.release()
+    record_property("overshoot_s", round(overshoot, 3))
+    print(f"overshoot past timeout={TIMEOUT}s: {overshoot * 1000:.0f} ms")
+    assert f"Authorization timed out talking to http://{HANGS}:" in raised.value.message
 
 
 def test_the_flow_runs_on_the_transports_connections_when_nothing_trickles() -> None:

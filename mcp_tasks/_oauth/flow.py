@@ -10,8 +10,16 @@ scopes, a bounded number of times. One flow runs at a time per server and client
 (`mcp_tasks._oauth.flights`): twenty threads that meet the same expired token make one token
 request, and a thread that finds another's flow running waits for it only within its own deadline.
 
-The MCP client's HTTP transport drives `OAuth.auth_flow` (every request of the flow sent under the
-call's deadline); plain `requests` users get the same through the response hook of `__call__`.
+The MCP client's HTTP transport drives `OAuth.auth_flow`, which yields every request of the flow
+(the re-sends to the MCP server, and discovery, registration, token, refresh and the identity
+provider's token exchange, see `mcp_tasks._oauth.http`): the transport sends each one on its own
+watched connections, so the call's deadline bounds every byte of the flow (the name lookups too),
+whatever an authorization server trickles. Plain `requests` users get the same flow through the
+response hook of `__call__`, its requests sent with the time left as each one's timeout.
+
+The parts: `options` (what it was told), `records` (the tokens per server), `renewal` (a better
+token), `registration` (the client's identity), `token_endpoint` (token requests), `code` (the
+person's step of the authorization code grant).
 """
 
 from __future__ import annotations
@@ -86,8 +94,17 @@ class OAuth(AuthBase):
       `FileTokenStore` keeps them across runs).
     - `timeout`: seconds for the exchanges with the authorization server in one flow (the person's
       time in the browser is not counted); also cut to the deadline of the MCP call that started
-      it. The flow runs on the thread that makes the call; other threads that need the same
-      server meanwhile wait for it, each at most until its own call's deadline.
+      it. Under ``Client.http`` every byte of every exchange is bounded by it (the client's
+      transport sends them on its watched connections: a server that trickles its answer cannot
+      hold the call past its timeout). The flow runs on the thread that makes the call; other
+      threads that need the same server meanwhile wait for it, each at most until its own call's
+      deadline.
+    - `verify`: TLS verification for the authorization servers (True, False, or a CA bundle's
+      path), whoever sends the requests.
+    - `session`: a `requests.Session` of yours for the exchanges with the authorization servers
+      (its adapters, proxies and certificates as they are). Then those exchanges go through it
+      even under ``Client.http``, and the deadline bounds each read, not every byte. By default
+      the client's transport sends them (and with plain `requests`, a session made for each flow).
     - `max_step_ups`: how many times one request may re-authorize for a 403 ``insufficient_scope``.
     - `issuer`: the authorization server a pre-registered `client_id` (and its secret) belongs to.
       Without it, the client is bound to the first issuer it is used with (or the one its stored
@@ -217,10 +234,16 @@ class OAuth(AuthBase):
         yields `request` with the token, receives the response, and yields a re-send with a better
         token while the response is a 401 or 403 ``insufficient_scope`` that one can fix.
 
-        Whoever drives it sends each request under the call's `deadline`; every exchange of the
-        flow (a refresh, discovery, a token request) is bounded by it too, and a thread that finds
-        another thread's flow running for the same server waits for it only until its own deadline.
-        The MCP client's HTTP transport drives it in the calling thread.
+        It also yields the requests of the flow's own (discovery, registration, a token request, a
+        refresh, the identity provider's token exchange) as ``(request, deadline, verify)``: the
+        driver sends each under that deadline (the call's, cut to this object's `timeout`) and
+        hands back the response with its body unread, which the flow reads before it yields
+        again; a request that failed is thrown into the flow, which raises `RequestTimeout` once
+        the deadline passed and `OAuthError` otherwise. The MCP client's HTTP transport drives it
+        in the calling thread, each request on its watched connections, so every byte of the flow
+        is under the call's deadline. A thread that finds another thread's flow running for the
+        same server waits for it only until its own deadline. (With a `session` of your own the
+        flow sends its requests there itself, yielding only the re-sends.)
         """
         yield from self._http.through(self._attach(request, deadline))
         attempts = _Attempts()

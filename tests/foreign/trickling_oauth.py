@@ -16,7 +16,8 @@ The endpoints, all on one 127.0.0.1 port:
   ID-JAG for any ID token.
 
 `trickles` names the endpoint that trickles (None: none does; it can be changed while the server
-runs). `seen` lists ``"<endpoint> <grant or method>"`` for each request; `trickling` is set once
+runs); `issuer_host` puts the authorization server on another origin (``localhost`` for one, on
+the same port). `seen` lists ``"<endpoint> <grant or method>"`` for each request; `trickling` is set once
 the trickle started. `revoke()` makes the tokens issued so far invalid.
 """
 
@@ -36,15 +37,18 @@ _ID_JAG = "urn:ietf:params:oauth:token-type:id-jag"
 
 
 class TricklingOAuth:
-    """See the module's docstring; `url` is the MCP endpoint, `base` the origin (the issuer)."""
+    """See the module's docstring; `url` is the MCP endpoint, `base` its origin, `issuer` the
+    authorization server's.
+    """
 
-    def __init__(self, trickles: str | None = None) -> None:
+    def __init__(self, trickles: str | None = None, *, issuer_host: str = "127.0.0.1") -> None:
         if trickles is not None and trickles not in ENDPOINTS:
             raise ValueError(f"trickles must be one of {ENDPOINTS} or None, got {trickles!r}")
         self.trickles = trickles
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.base = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
         self.url = f"{self.base}/mcp"
+        self.issuer = f"http://{issuer_host}:{self.listener.getsockname()[1]}"  # another origin, if told
         self.lock = threading.Lock()
         self.seen: list[str] = []
         self.tokens: set[str] = set()
@@ -142,14 +146,14 @@ class TricklingOAuth:
                 return "mcp 401", "401 Unauthorized", {"error": "invalid_token"}, {"WWW-Authenticate": challenge}
             return "mcp 200", "200 OK", {"jsonrpc": "2.0", "id": message.get("id"), "result": {"tools": []}}, {}
         if path.startswith("/.well-known/oauth-protected-resource"):
-            document = {"resource": self.url, "authorization_servers": [self.base]}
+            document = {"resource": self.url, "authorization_servers": [self.issuer]}
             return "resource_metadata", "200 OK", document, {}
         if path == "/.well-known/oauth-authorization-server":
             document = {
-                "issuer": self.base,
-                "authorization_endpoint": f"{self.base}/authorize",
-                "token_endpoint": f"{self.base}/token",
-                "registration_endpoint": f"{self.base}/register",
+                "issuer": self.issuer,
+                "authorization_endpoint": f"{self.issuer}/authorize",
+                "token_endpoint": f"{self.issuer}/token",
+                "registration_endpoint": f"{self.issuer}/register",
                 "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
                 "code_challenge_methods_supported": ["S256"],
             }
