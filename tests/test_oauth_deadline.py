@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 
 import pytest
 import requests
 
 import mcp_tasks as mt
+from mcp_tasks._clock import Deadline
 from tests.conftest import Background
 from tests.foreign.trickling_oauth import TricklingOAuth
 from tests.test_http_lookup_proxy import HANGS, HangingResolver
@@ -155,3 +156,55 @@ def test_the_flow_runs_on_the_transports_connections_when_nothing_trickles() -> 
             "idp",
             "token urn:ietf:params:oauth:grant-type:jwt-bearer",
         ]
+
+
+def test_an_oauth_session_of_the_users_sends_the_flows_requests_with_its_headers() -> None:
+    """`OAuth(session=...)`: the flow's own requests go through that session (its headers), the
+    re-sent MCP request through the client's.
+    """
+    with TricklingOAuth() as realm, requests.Session() as session:
+        session.headers["X-Gateway"] = "internal"
+        auth = mt.OAuth(
+            client_id="backend",
+            client_secret="s3cret",
+            grant="client_credentials",
+            issuer=realm.issuer,
+            session=session,
+        )
+        with mt.Client.http(realm.url, auth=auth, retries=0, protocol="2026-07-28") as client:
+            assert client.request("tools/list", timeout=PATIENT) == {"tools": []}
+        assert realm.headers["token client_credentials"]["x-gateway"] == "internal"
+        assert realm.headers["token client_credentials"]["authorization"].startswith("Basic ")
+        assert "x-gateway" not in realm.headers["mcp 200"]
+
+
+class LooksThenGivesUp(requests.auth.AuthBase):
+    """A flow (no OAuth) that, on the 401, fetches a document of its own and then stops: the
+    caller gets the 401. (An `AuthBase` for the type checker; the transport drives `auth_flow`.)
+    """
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.status: int | None = None
+
+    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        raise AssertionError("the transport should drive auth_flow")
+
+    def auth_flow(
+        self, request: requests.PreparedRequest, deadline: Deadline
+    ) -> Generator[requests.PreparedRequest | tuple[requests.PreparedRequest, Deadline, bool], requests.Response, None]:
+        response = yield request
+        if response.status_code == 401:
+            own = yield (requests.Request("GET", self.url).prepare(), deadline, True)
+            self.status = own.status_code
+            own.raw.read()
+
+
+def test_a_flow_that_stops_after_a_request_of_its_own_leaves_the_caller_the_servers_answer() -> None:
+    with TricklingOAuth() as realm:
+        auth = LooksThenGivesUp(f"{realm.base}/.well-known/oauth-authorization-server")
+        client = mt.Client.http(realm.url, auth=auth, retries=0, protocol="2026-07-28")
+        with client, pytest.raises(mt.McpError, match="HTTP 401") as raised:
+            client.request("tools/list", timeout=PATIENT)
+        assert raised.value.kind == "authorization" and auth.status == 200
+        assert realm.seen == ["mcp 401", "metadata"]

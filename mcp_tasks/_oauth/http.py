@@ -113,6 +113,8 @@ class OAuthHttp:
             outgoing = next(exchanges)
             while True:
                 request, deadline, verify = outgoing
+                if self.session is not None:
+                    request = _merged(session, request)
                 try:
                     settings = session.merge_environment_settings(request.url, {}, True, verify, None)
                     response = session.send(request, timeout=deadline.step(), allow_redirects=False, **settings)
@@ -161,6 +163,20 @@ class OAuthHttp:
         if document is None and deadline.expired():
             raise _timed_out(deadline, url)  # the body was cut short at the deadline
         return response.status_code, response.headers, document
+
+
+def _merged(session: requests.Session, request: requests.PreparedRequest) -> requests.PreparedRequest:
+    """`request` with what a session of the user's adds (its headers, under the request's own,
+    and its cookies); its client authentication stays the flow's.
+    """
+    again = requests.Request(
+        str(request.method), str(request.url), headers=dict(request.headers), data=request.body, auth=_as_is
+    )
+    return session.prepare_request(again)
+
+
+def _as_is(request: requests.PreparedRequest) -> requests.PreparedRequest:
+    return request
 
 
 def _timed_out(deadline: Deadline, url: str) -> RequestTimeout:

@@ -26,6 +26,7 @@ import requests
 import urllib3
 
 from mcp_tasks._clock import Deadline
+from mcp_tasks._errors import TransportError
 from mcp_tasks.transports._watchdog import Watchdog, watching
 
 __all__ = ["FlowAuth", "Outgoing", "send_through_auth"]
@@ -96,12 +97,23 @@ def send_through_auth(
     settings = session.merge_environment_settings(prepared.url, dict(proxies) if proxies else {}, True, verify, cert)
     flow = auth.auth_flow(prepared, deadline)
     history: list[requests.Response] = []
+    last: requests.Response | None = None  # the server's latest answer: the caller's, if the flow stops
     try:
         outgoing = next(flow)
         while True:
             if isinstance(outgoing, tuple):
-                outgoing = _own_request(session, flow, outgoing, proxies, watchdog)
+                try:
+                    outgoing = _own_request(session, flow, outgoing, proxies, watchdog)
+                except StopIteration:
+                    if last is None:
+                        raise TransportError("the auth object's flow ended before it sent the request") from None
+                    last.history = history
+                    return last
                 continue
+            if last is not None:
+                last.close()  # superseded: the flow read what it needed of it
+                history.append(last)
+                last = None
             step = deadline.step()
             response = session.send(outgoing, timeout=(step, step), allow_redirects=False, **settings)
             try:
@@ -112,8 +124,11 @@ def send_through_auth(
             except BaseException:
                 response.close()  # the flow failed (a token endpoint, a deadline): nobody reads it
                 raise
-            response.close()  # superseded: the flow read what it needed of it
-            history.append(response)
+            last = response
+    except BaseException:
+        if last is not None:
+            last.close()
+        raise
     finally:
         flow.close()
 

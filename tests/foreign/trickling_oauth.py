@@ -51,6 +51,7 @@ class TricklingOAuth:
         self.issuer = f"http://{issuer_host}:{self.listener.getsockname()[1]}"  # another origin, if told
         self.lock = threading.Lock()
         self.seen: list[str] = []
+        self.headers: dict[str, dict[str, str]] = {}  # the last request's headers (lower-cased names) per entry of seen
         self.tokens: set[str] = set()
         self.trickling = threading.Event()
         self.stop = threading.Event()
@@ -116,6 +117,7 @@ class TricklingOAuth:
             endpoint, status, answer, extra = self._answer(method, path, headers, body)
             with self.lock:
                 self.seen.append(endpoint)
+                self.headers[endpoint] = headers
             if endpoint.partition(" ")[0] == self.trickles or endpoint == f"token {self.trickles}":
                 self._trickle(sock)
                 return
