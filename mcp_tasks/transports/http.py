@@ -15,7 +15,9 @@ deadline; `transports._plumbing` holds every use of a private name of requests, 
 http.client; `transports._session` the 2025-era session.
 
 **One deadline, every byte.** Each exchange (a POST and its answer, with every re-send an auth
-object makes; a resumption GET; the session's GET stream; the DELETE at close) runs under a
+object makes and every request of its own an ``auth_flow`` yields, as `OAuth`'s discovery and
+token requests, see `transports._auth_flow`; a resumption GET; the session's GET stream; the
+DELETE at close) runs under a
 `Watch`: the sockets it uses are attached to it as they are made or reused, and the transport's
 one watchdog thread shuts them down when the deadline passes (or `close` cuts them), whatever a
 server trickles: the name lookup (`transports._resolve`), connect, TLS, status line, headers,
