@@ -6,6 +6,7 @@ request). One renewal per key at a time (`mcp_tasks._oauth.flights`).
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -64,7 +65,7 @@ class Renewal:
         None when a new one would not help (the granted scopes already cover a step-up). One flow
         per key at a time; a thread that meets one running joins it within its own deadline.
         """
-        work = lambda: self._renew_now(key, url, sent, challenge, mode, deadline)  # noqa: E731
+        work = functools.partial(self._renew_now, key, url, sent, challenge, mode, deadline)
         return (yield from self.flights.run(key, deadline, work))
 
     def renew_quietly(self, key: str, url: str, token: str, deadline: Deadline) -> Exchanges[str | None]:
