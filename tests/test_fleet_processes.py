@@ -35,13 +35,22 @@ WORKER = textwrap.dedent(
     url, location, name, tasks = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     victim = name == "victim"
 
-    class Noting(mt.SqliteTaskStore):
-        def update(self, task_id, status):
-            super().update(task_id, status)
-            if status.terminal:
-                print("ended", task_id, flush=True)  # each end this process records
+    class Noting:
+        # the store, saying each end this process records
 
-    store = Noting(location)
+        def __init__(self, store):
+            self.store = store
+
+        def __getattr__(self, name):
+            return getattr(self.store, name)
+
+        def update(self, task_id, status):
+            self.store.update(task_id, status)
+            if status.terminal:
+                print("ended", task_id, flush=True)
+
+    opened = mt.open_store(location) if hasattr(mt, "open_store") else mt.SqliteTaskStore(location)
+    store = Noting(opened)
 
     def answer(status):
         (key,) = status.input_requests
@@ -124,13 +133,26 @@ def line_of(process: subprocess.Popen[str], prefix: str) -> str:
             return line.strip()
 
 
-@pytest.fixture(params=["sqlite"])
+STORES = ["sqlite", "postgres"] if hasattr(mt, "PostgresTaskStore") else ["sqlite"]
+
+
+@pytest.fixture(params=STORES)
 def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where the workers' store is: a SQLite file, or a database of the tests' PostgreSQL."""
+    if request.param == "postgres":
+        url: str = request.getfixturevalue("pg_url")
+        return url
     return str(tmp_path / "tasks.sqlite3")
 
 
+def opened(location: str) -> Any:
+    """The store at `location`, in this process."""
+    opener = getattr(mt, "open_store", None)
+    return opener(location) if opener is not None else mt.SqliteTaskStore(location)
+
+
 def test_the_tasks_of_a_worker_killed_mid_wait_are_adopted_and_answered_once(served: Served, location: str) -> None:
-    mt.SqliteTaskStore(location)  # made before the workers share it
+    opened(location)  # made before the workers share it
     names = ["victim", "w1", "w2"]
     workers = {name: worker(served.url, location, name) for name in names}
     started = {name: line_of(process, "started").split()[1:] for name, process in workers.items()}
@@ -148,7 +170,7 @@ def test_the_tasks_of_a_worker_killed_mid_wait_are_adopted_and_answered_once(ser
     everyone = [task_id for ids in started.values() for task_id in ids]
     assert sorted(ended) == sorted(everyone) and set(ended.values()) == {1}  # each end recorded once
     assert Counter(served.updates) == Counter({(task_id, "name"): 1 for task_id in everyone})  # answered once
-    store = mt.SqliteTaskStore(location)
+    store = opened(location)
     assert store.unfinished() == []
     given = Counter(parts[2] for parts in lines if parts[0] == "adopted")
     assert given["victim"] == 2 and given["w1"] + given["w2"] == TASKS - 2  # the adopters answered the rest
