@@ -234,7 +234,8 @@ def postgres_cluster() -> Iterator[str | None]:
     initdb = [*run_as, "initdb", "-D", str(data), "-U", "postgres", "-A", "trust"]
     subprocess.run(initdb, check=True, capture_output=True)
     options = f"-c listen_addresses=127.0.0.1 -p {port} -k {folder} -c fsync=off"
-    subprocess.run([*run_as, "pg_ctl", "-D", str(data), "-o", options, "-w", "start"], check=True, capture_output=True)
+    start = [*run_as, "pg_ctl", "-D", str(data), "-l", str(folder / "server.log"), "-o", options, "-w", "start"]
+    subprocess.run(start, check=True, capture_output=True)  # its log in a file: no pipe kept open
     try:
         yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
     finally:
