@@ -38,10 +38,12 @@ def ref(task_id: str = TASK, created_at: float = 1000.0) -> mt.TaskRef:
     return mt.TaskRef("http://127.0.0.1:9/mcp", task_id, tool="export", created_at=created_at)
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=["sqlite", "postgres", "memory"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[mt.TaskStore]:
     if request.param == "sqlite":
         yield mt.SqliteTaskStore(tmp_path / "tasks.sqlite3")
+    elif request.param == "postgres":
+        yield request.getfixturevalue("pg_store")
     else:
         yield MemoryTaskStore()
 
@@ -92,6 +94,7 @@ def test_a_ref_from_a_newer_version_is_a_clear_error() -> None:
 
 def test_a_ref_is_a_task_store_protocol_citizen() -> None:
     assert isinstance(mt.SqliteTaskStore.__new__(mt.SqliteTaskStore), mt.TaskStore)
+    assert isinstance(mt.PostgresTaskStore.__new__(mt.PostgresTaskStore), mt.TaskStore)
     assert isinstance(MemoryTaskStore(), mt.TaskStore)
     assert not isinstance(object(), mt.TaskStore)
 

@@ -12,6 +12,7 @@ import sqlite3
 import sys
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -74,6 +75,10 @@ def default_store_path() -> Path:
     user's data folder (XDG_DATA_HOME on Linux, LOCALAPPDATA on Windows).
     """
     named = os.environ.get(STORE_ENV)
+    if named and "://" in named:
+        if not named.lower().startswith("sqlite://"):
+            raise StoreError(f"${STORE_ENV} names a store that is no SQLite file: open it with mt.open_store()")
+        named = urllib.parse.unquote(urllib.parse.urlsplit(named).netloc + urllib.parse.urlsplit(named).path)
     if named:
         return Path(named).expanduser()
     if os.name == "nt":
