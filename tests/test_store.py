@@ -417,21 +417,25 @@ CLAIMER = """
 import json, sys
 import mcp_tasks as mt
 from mcp_tasks._store import new_holder
-store = mt.SqliteTaskStore(sys.argv[1], busy_timeout=120)
+store = mt.open_store(sys.argv[1])
 holder, got = new_holder(), []
 print("ready", flush=True)
 sys.stdin.readline()  # all start together
 while batch := store.claim(holder, 600, 4):
     got.extend(ref.task_id for ref in batch)
 print(json.dumps(got), flush=True)
+store.close()
 """
 
 
-def test_claimers_in_four_processes_never_get_the_same_task(tmp_path: Path) -> None:
-    path = tmp_path / "tasks.sqlite3"
-    store = mt.SqliteTaskStore(path)
-    for n in range(200):
-        store.record(ref(f"task-{n:03}", float(n)))
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_claimers_in_four_processes_never_get_the_same_task(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    path = str(tmp_path / "tasks.sqlite3") if kind == "sqlite" else request.getfixturevalue("pg_url")
+    with mt.open_store(path) as store:
+        for n in range(200):
+            store.record(ref(f"task-{n:03}", float(n)))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     workers = [
         subprocess.Popen(

@@ -16,6 +16,7 @@ import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from types import TracebackType
 from typing import Any, TypeVar
 
 from mcp_tasks._redact import short_id
@@ -425,6 +426,19 @@ class SqliteTaskStore:
             return taken
 
         return self._run(work) if count else []
+
+    def close(self) -> None:
+        """Nothing to close (each call opens and closes its own connection): there so that any
+        store `open_store` gives can be closed, or used as a context manager, alike.
+        """
+
+    def __enter__(self) -> SqliteTaskStore:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.close()
 
     def __repr__(self) -> str:
         return f"<SqliteTaskStore {self.path}>"
