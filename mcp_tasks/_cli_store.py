@@ -10,6 +10,7 @@ import os
 import time
 from typing import IO, Any
 
+from mcp_tasks._printable import printable
 from mcp_tasks._redact import shown_endpoint
 from mcp_tasks._store import TaskRef, TaskStore
 from mcp_tasks._store import open_store as open_location
@@ -94,15 +95,14 @@ def list_tasks(store: TaskStore, out: IO[str], *, as_json: bool) -> int:
             out.write(ref.to_json() + "\n")
             continue
         status = ref.last_status.wire_status if ref.last_status is not None else "-"
-        rows.append(
-            (
-                ref.task_id[:PREFIX] + "…",
-                ref.tool or "-",
-                shown_endpoint(ref.endpoint),
-                _age(now - ref.created_at),
-                status,
-            )
+        cells = (
+            ref.task_id[:PREFIX] + "…",
+            ref.tool or "-",
+            shown_endpoint(ref.endpoint),
+            _age(now - ref.created_at),
+            status,
         )
+        rows.append(tuple(printable(cell) for cell in cells))
     if not as_json:
         if not rows:
             out.write(f"no unfinished tasks in {where(store)}\n")
