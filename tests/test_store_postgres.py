@@ -6,6 +6,7 @@ transaction; errors that name the server and never the password; the database's 
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -18,7 +19,7 @@ import pytest
 
 import mcp_tasks as mt
 from mcp_tasks._store import new_holder, store_deadline
-from tests.conftest import ROOT
+from tests.conftest import ROOT, Background, eventually
 from tests.pg import PASSWORD, Cluster
 from tests.test_store import TASK, ref, working
 
@@ -151,6 +152,54 @@ def test_a_call_kept_waiting_by_a_lock_ends_at_the_callers_deadline(
         other.rollback()
     assert "did not answer in time" in str(raised.value) and pg_store.server in str(raised.value)
     assert pg_store.get(TASK) == ref()  # the store is fine after
+
+
+def test_a_takeover_committed_while_a_fenced_write_waits_refuses_the_write(
+    pg_store: mt.PostgresTaskStore, pg_url: str
+) -> None:
+    """The fence is decided in the write's own transaction: a takeover that commits while the
+    write waits for the lease row makes the write refused, not written."""
+    one, two = new_holder(), new_holder()
+    pg_store.record(ref())
+    assert pg_store.acquire(TASK, one, 600)
+    with psycopg.connect(pg_url) as other:
+        other.execute("UPDATE mcp_tasks.leases SET holder = %s WHERE task_id = %s", (two, TASK))  # not committed
+        writing = Background(lambda: pg_store.write_answers(TASK, {"k": {"action": "accept"}}, holder=one))
+
+        def blocked() -> bool:
+            with psycopg.connect(pg_url) as probe:
+                row = probe.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FOR SHARE%'"
+                ).fetchone()
+                return row is not None and row[0] == 1
+
+        eventually(blocked, timeout=60, message="the fenced write waiting for the lease row")
+        other.commit()
+    with pytest.raises(mt.StoreError, match="does not hold its lease"):
+        writing.result()
+    assert pg_store.unacknowledged(TASK) == {}
+    pg_store.write_answers(TASK, {"k": {"action": "accept"}}, holder=two)
+
+
+def test_old_finished_tasks_are_pruned_and_newer_records_kept(pg_url: str) -> None:
+    with mt.PostgresTaskStore(pg_url, keep_finished=1e-6) as store:
+        store.record(ref("done"))
+        store.update("done", working("done", mt.TaskState.COMPLETED))
+        store.write_answers("done", {"a": {"x": 1}})
+        assert store.acquire("done", new_holder(), 600)
+        store.record(ref("running"))
+        for n in range(64):  # pruning runs now and then, not on every write
+            store.record(ref(f"more-{n}"))
+        assert store.get("done") is None and store.unacknowledged("done") == {}
+        assert store.get("running") is not None
+        newer = json.dumps({**json.loads(ref("running").to_json()), "format": 2})
+        with psycopg.connect(pg_url) as conn:
+            conn.execute("UPDATE mcp_tasks.tasks SET ref = %s WHERE task_id = 'running'", (newer,))
+            assert conn.execute("SELECT count(*) FROM mcp_tasks.leases").fetchone() == (0,)
+        with pytest.raises(mt.StoreError, match=r"has a record it cannot read.*newer mcp_tasks"):
+            store.get("running")
+        with psycopg.connect(pg_url) as conn:
+            assert conn.execute("SELECT ref FROM mcp_tasks.tasks WHERE task_id = 'running'").fetchone() == (newer,)
 
 
 # -- the database's clock --------------------------------------------------------------------------
