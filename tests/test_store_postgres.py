@@ -93,6 +93,15 @@ def test_a_server_that_cannot_be_reached_is_named_never_the_password() -> None:
     assert PASSWORD not in said and raised.value.__cause__ is None
 
 
+def test_a_connection_string_that_cannot_be_read_is_not_shown() -> None:
+    with pytest.raises(mt.StoreError) as raised:
+        mt.PostgresTaskStore(f"host=127.0.0.1 password={PASSWORD} oops")
+    assert "cannot be read" in str(raised.value) and PASSWORD not in str(raised.value)
+    with pytest.raises(mt.StoreError) as raised:
+        mt.PostgresTaskStore(f"postgresql://ada:{PASSWORD}@127.0.0.1:notaport/db")
+    assert "127.0.0.1:notaport/db" in str(raised.value) and PASSWORD not in str(raised.value)
+
+
 def test_a_wrong_password_or_a_role_without_rights_is_named(pg_cluster: Cluster, pg_url: str) -> None:
     database = pg_url.rsplit("/", 1)[1]
     with pytest.raises(mt.StoreError) as raised:

@@ -13,7 +13,16 @@ from mcp_tasks._store._error import StoreError
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["EXTRA", "SCHEMA_VERSION", "check_schema_name", "load_psycopg", "migrate", "scrub", "server_name"]
+__all__ = [
+    "EXTRA",
+    "SCHEMA_VERSION",
+    "check_conninfo",
+    "check_schema_name",
+    "load_psycopg",
+    "migrate",
+    "scrub",
+    "server_name",
+]
 
 SCHEMA_VERSION = 1
 """The layout of the tables (the row of ``<schema>.version``); a larger one was made by a newer mcp_tasks."""
@@ -68,6 +77,22 @@ def check_schema_name(schema: object) -> str:
     if not isinstance(schema, str) or not _NAME.fullmatch(schema):
         raise ValueError(f"schema must be a plain SQL name (letters, digits, _; at most 63), got {schema!r}")
     return schema
+
+
+def check_conninfo(conninfo: str) -> None:
+    """StoreError for a connection string libpq cannot read, without psycopg's text of it (which
+    quotes the string, and so may quote its password).
+    """
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        conninfo_to_dict(conninfo)
+    except psycopg.Error:
+        raise StoreError(
+            "the PostgreSQL connection string cannot be read (not shown: it may hold a password); "
+            "give key=value pairs or a postgresql:// URL"
+        ) from None
 
 
 def server_name(conninfo: str) -> str:

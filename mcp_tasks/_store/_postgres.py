@@ -19,7 +19,7 @@ from mcp_tasks._status import Status
 from mcp_tasks._store._bound import store_bound
 from mcp_tasks._store._error import StoreError, lease_lost
 from mcp_tasks._store._holder import holder_gone, machine_id, pid_namespace
-from mcp_tasks._store._pg_schema import check_schema_name, load_psycopg, migrate, scrub, server_name
+from mcp_tasks._store._pg_schema import check_conninfo, check_schema_name, load_psycopg, migrate, scrub, server_name
 from mcp_tasks._store._protocol import LEASE_TTL, check_lease_ttl, claim_limit
 from mcp_tasks._store._ref import TaskRef
 
@@ -70,6 +70,8 @@ class PostgresTaskStore:
         load_psycopg()
         import psycopg
         from psycopg_pool import ConnectionPool
+
+        check_conninfo(conninfo)
 
         self.schema = check_schema_name(schema)
         self.server = server_name(conninfo)
