@@ -20,6 +20,7 @@ __all__ = [
     "check_schema_name",
     "load_psycopg",
     "migrate",
+    "pg_error",
     "scrub",
     "server_name",
 ]
@@ -118,6 +119,21 @@ def scrub(text: str, conninfo: str) -> str:
     except Exception:
         return text
     return text.replace(str(password), "…") if password else text
+
+
+def pg_error(exc: Exception, store: str, conninfo: str, doing: str) -> StoreError:
+    """A psycopg failure as a `StoreError` naming `store` (its server and schema), the password
+    scrubbed from psycopg's text; a refused right and a statement timeout said as such.
+    """
+    code = getattr(exc, "sqlstate", None)
+    text = scrub(str(exc).strip() or type(exc).__name__, conninfo)
+    if code == "42501":
+        why = f"the role may not do this ({text}): grant it the rights on the schema, or name another schema"
+    elif code == "57014":
+        why = f"it did not answer in time ({text})"
+    else:
+        why = text
+    return StoreError(f"{store}: {doing}: {why}")
 
 
 def migrate(conn: psycopg.Connection[tuple[object, ...]], schema: str, where: str) -> None:

@@ -19,7 +19,7 @@ from mcp_tasks._status import Status
 from mcp_tasks._store._bound import store_bound
 from mcp_tasks._store._error import StoreError, lease_lost
 from mcp_tasks._store._holder import holder_gone, machine_id, pid_namespace
-from mcp_tasks._store._pg_schema import check_conninfo, check_schema_name, load_psycopg, migrate, scrub, server_name
+from mcp_tasks._store._pg_schema import check_conninfo, check_schema_name, load_psycopg, migrate, pg_error, server_name
 from mcp_tasks._store._protocol import LEASE_TTL, check_lease_ttl, claim_limit
 from mcp_tasks._store._ref import TaskRef
 
@@ -35,6 +35,7 @@ T = TypeVar("T")
 
 DEFAULT_KEEP_FINISHED = 7 * 24 * 3600.0
 PRUNE_EVERY = 64
+LAST_TRY_MS = 100  # what a call whose caller's bound has (all but) passed still gets: one quick try
 _RETRIED = ("40001", "40P01")  # serialization failure, deadlock detected: tried again
 
 
@@ -128,15 +129,7 @@ class PostgresTaskStore:
         self.close()
 
     def _error(self, exc: Exception, doing: str = "cannot use it") -> StoreError:
-        code = getattr(exc, "sqlstate", None)
-        text = scrub(str(exc).strip() or type(exc).__name__, self._conninfo)
-        if code == "42501":
-            why = f"the role may not do this ({text}): grant it the rights on schema {self.schema}, or name another"
-        elif code == "57014":
-            why = f"it did not answer in time ({text})"
-        else:
-            why = text
-        return StoreError(f"the task store on {self.server}, schema {self.schema}: {doing}: {why}")
+        return pg_error(exc, f"the task store on {self.server}, schema {self.schema}", self._conninfo, doing)
 
     def _run(self, work: Callable[[Conn], T]) -> T:
         """`work` in one transaction of a pooled connection, within `busy_timeout` or the caller's
@@ -159,7 +152,8 @@ class PostgresTaskStore:
             try:
                 with self._pool.connection(timeout=max(left, 0.001)) as conn:
                     if bounded:
-                        conn.execute(f"SET LOCAL statement_timeout = {max(int(left * 1000), 1)}")
+                        ms = max(int(left * 1000), LAST_TRY_MS)  # past the bound: one quick try
+                        conn.execute(f"SET LOCAL statement_timeout = {ms}")
                     return work(conn)
             except StoreError:
                 raise
