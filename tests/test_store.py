@@ -1,6 +1,7 @@
-"""The task store contract, run against SQLite and against an in-memory store written from the
-README alone (tests/memory_store.py): a third implementation passes these to plug in. Then what
-only the SQLite store promises: one file for many processes, and clear errors for bad files.
+"""The task store contract, run against SQLite, a real PostgreSQL (tests/pg.py) and an in-memory
+store written from the README alone (tests/memory_store.py): a third implementation passes these
+to plug in. Then what only the SQLite store promises: one file for many processes, and clear
+errors for bad files (PostgreSQL's own promises: tests/test_store_postgres.py).
 """
 
 from __future__ import annotations
