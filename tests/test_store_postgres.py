@@ -80,6 +80,40 @@ def test_closed_it_says_so_and_leaves_no_thread(pg_url: str) -> None:
         store.get(TASK)
 
 
+FORKED = """
+import os, sys
+import mcp_tasks as mt
+
+store = mt.PostgresTaskStore(sys.argv[1])
+store.record(mt.TaskRef("http://127.0.0.1:9/mcp", "parent"))  # the parent's pool is in use
+children = []
+for n in range(3):  # as a web server forks its workers after the app has loaded
+    pid = os.fork()
+    if pid == 0:
+        for i in range(30):
+            store.record(mt.TaskRef("http://127.0.0.1:9/mcp", f"child-{n}-{i}"))
+            assert store.get(f"child-{n}-{i}") is not None
+        store.close()
+        os._exit(0)
+    children.append(pid)
+for i in range(30):  # the parent goes on meanwhile, on its own connections
+    store.record(mt.TaskRef("http://127.0.0.1:9/mcp", f"parent-{i}"))
+codes = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children]
+print(codes, len(store.unfinished()), flush=True)
+store.close()
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX fork")
+def test_a_forked_process_gets_connections_of_its_own(pg_url: str) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", FORKED, pg_url], capture_output=True, text=True, env=env, timeout=600
+    )  # the timeout bounds a hang only (a child on its parent's connections hangs)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("]")[0] == "[0, 0, 0" and done.stdout.split()[-1] == str(1 + 3 * 30 + 30)
+
+
 # -- bad input -------------------------------------------------------------------------------------
 
 

@@ -19,6 +19,7 @@ from mcp_tasks._status import Status
 from mcp_tasks._store._bound import store_bound
 from mcp_tasks._store._error import StoreError, lease_lost
 from mcp_tasks._store._holder import holder_gone, machine_id, pid_namespace
+from mcp_tasks._store._pg_pool import Pools
 from mcp_tasks._store._pg_schema import check_conninfo, check_schema_name, load_psycopg, migrate, pg_error, server_name
 from mcp_tasks._store._protocol import LEASE_TTL, check_lease_ttl, claim_limit
 from mcp_tasks._store._ref import TaskRef
@@ -70,7 +71,6 @@ class PostgresTaskStore:
             raise ValueError(f"pool_size must be a whole number, 1 or more, got {pool_size!r}")
         load_psycopg()
         import psycopg
-        from psycopg_pool import ConnectionPool
 
         check_conninfo(conninfo)
 
@@ -91,24 +91,9 @@ class PostgresTaskStore:
                 migrate(conn, self.schema, self.server)
         except psycopg.Error as exc:
             raise self._error(exc, "cannot open it") from None
-        timeout_ms = int(self.busy_timeout * 1000)
-
-        def configure(conn: Conn) -> None:
-            conn.execute(f"SET statement_timeout = {timeout_ms}")
-            conn.commit()
-
-        self._pool: ConnectionPool[Conn] = ConnectionPool(
-            conninfo,
-            min_size=1,
-            max_size=pool_size,
-            kwargs=connect,
-            configure=configure,
-            name="mcp_tasks-postgres",
-            timeout=self.busy_timeout,
-            num_workers=2,
-            open=False,
+        self._pools = Pools(
+            conninfo, size=pool_size, connect_timeout=connect["connect_timeout"], busy_timeout=busy_timeout
         )
-        self._pool.open(wait=False)
 
     # -- the connection ------------------------------------------------------------------------
 
@@ -118,7 +103,7 @@ class PostgresTaskStore:
             if self._closed:
                 return
             self._closed = True
-        self._pool.close()
+        self._pools.close()
 
     def __enter__(self) -> PostgresTaskStore:
         return self
@@ -150,7 +135,7 @@ class PostgresTaskStore:
         while True:
             left = deadline - time.monotonic()
             try:
-                with self._pool.connection(timeout=max(left, 0.001)) as conn:
+                with self._pools.get().connection(timeout=max(left, 0.001)) as conn:
                     if bounded:
                         ms = max(int(left * 1000), LAST_TRY_MS)  # past the bound: one quick try
                         conn.execute(f"SET LOCAL statement_timeout = {ms}")
