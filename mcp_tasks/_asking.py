@@ -1,0 +1,142 @@
+"""Who asks, and one question at a time: the task an input handler is answering for (`asking_for`,
+`asker`), and the turns that keep questions from interleaving (`turn`).
+
+Several tasks may ask at once (futures answer input on a pool of workers, threads wait side by
+side): a person can answer only one question at a time, so each form is asked whole, in the order
+the tasks asked, while the others wait their turn. While a question is on the screen, the live
+status lines (`StatusDisplay`) hold still: they end their line before it, and draw again after.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from contextvars import ContextVar
+from typing import Protocol
+
+import attrs
+
+from mcp_tasks._redact import short_id
+
+__all__ = ["Asker", "Line", "asker", "asking_for", "hold_lines", "lines_held", "turn"]
+
+
+@attrs.frozen
+class Asker:
+    """The task whose input is being answered: its id and, when this client knows it, its tool."""
+
+    task_id: str
+    tool: str | None = None
+
+    @property
+    def label(self) -> str:
+        """``greet e294…b175``: the tool (when known) and the task's short id."""
+        short = short_id(self.task_id)
+        return f"{self.tool} {short}" if self.tool else f"task {short}"
+
+
+_ASKER: ContextVar[Asker | None] = ContextVar("mcp_tasks_asker", default=None)
+
+
+@contextmanager
+def asking_for(task_id: str, tool: str | None) -> Iterator[None]:
+    """While this block runs (in this thread), input handlers answer for `task_id` of `tool`."""
+    token = _ASKER.set(Asker(task_id, tool))
+    try:
+        yield
+    finally:
+        _ASKER.reset(token)
+
+
+def asker() -> Asker | None:
+    """The task whose input this thread is answering, or None (a request that names no task)."""
+    return _ASKER.get()
+
+
+class Line(Protocol):
+    """A live terminal line that holds still while a question is asked."""
+
+    def suspend(self) -> None:
+        """End the line and stop drawing it."""
+
+    def resume(self) -> None:
+        """Draw the line again, if it has something to show."""
+
+
+class _Turns:
+    """Questions asked one after another, first come first served (a ticket queue)."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition(threading.RLock())
+        self._next_ticket = 0
+        self._serving = 0
+        self._owner: int | None = None
+        self._depth = 0
+        self._lines: weakref.WeakSet[Line] = weakref.WeakSet()
+
+    @contextmanager
+    def turn(self) -> Iterator[int]:
+        """Wait for this thread's turn; yields how many others wait behind it."""
+        me = threading.get_ident()
+        with self._changed:
+            if self._owner == me:  # a question inside a question (a handler that asks twice)
+                self._depth += 1
+                nested = True
+            else:
+                nested = False
+                ticket = self._next_ticket
+                self._next_ticket += 1
+                while self._serving != ticket:
+                    self._changed.wait()
+                self._owner, self._depth = me, 1
+                lines = list(self._lines)
+            waiting = self._next_ticket - self._serving - 1
+        if not nested:
+            for line in lines:
+                line.suspend()
+        try:
+            yield waiting
+        finally:
+            with self._changed:
+                self._depth -= 1
+                last = self._depth == 0
+                if last:
+                    self._owner = None
+                    self._serving += 1
+                    idle = self._serving == self._next_ticket
+                    lines = list(self._lines) if idle else []
+                    self._changed.notify_all()
+            if last:
+                for line in lines:
+                    line.resume()
+
+    def held(self) -> bool:
+        """Whether a question is being asked now (live lines do not draw)."""
+        with self._changed:
+            return self._owner is not None
+
+    def register(self, line: Line) -> None:
+        with self._changed:
+            self._lines.add(line)
+
+
+_TURNS = _Turns()
+
+
+def turn() -> AbstractContextManager[int]:
+    """Wait for this thread's turn to ask a person, first come first served; the block holds it
+    and yields how many other questions wait behind it. Live status lines hold still meanwhile.
+    """
+    return _TURNS.turn()
+
+
+def lines_held() -> bool:
+    """Whether a question is on the screen now: a live line waits to draw."""
+    return _TURNS.held()
+
+
+def hold_lines(line: Line) -> None:
+    """Have `line` hold still while questions are asked (kept weakly)."""
+    _TURNS.register(line)
