@@ -88,6 +88,7 @@ class _Turns:
                 nested = False
                 ticket = self._next_ticket
                 self._next_ticket += 1
+                self._changed.notify_all()  # (`queued` changed)
                 while self._serving != ticket:
                     self._changed.wait()
                 self._owner, self._depth = me, 1
@@ -111,6 +112,11 @@ class _Turns:
             if last:
                 for line in lines:
                     line.resume()
+
+    def queued(self, at_least: int, timeout: float) -> bool:
+        """Block until `at_least` questions wait behind the one being asked (False after `timeout`)."""
+        with self._changed:
+            return self._changed.wait_for(lambda: self._next_ticket - self._serving - 1 >= at_least, timeout)
 
     def held(self) -> bool:
         """Whether a question is being asked now (live lines do not draw)."""
