@@ -205,6 +205,7 @@ class StatusDisplay:
         self._set: SetProgress | None = None  # made when a set wait says what its tasks are
         self._snapshot: SetSnapshot | None = None
         self._printed: object = None  # what the last line on a pipe said of the set
+        self._ended = False  # the set's last line is written
 
     @property
     def stream(self) -> IO[str]:
@@ -277,13 +278,15 @@ class StatusDisplay:
                     self.stream.write(set_line(snapshot) + "\n")
                     self.stream.flush()
                 return
-            if lines_held():
+            if lines_held() or (snapshot.finished and self._ended):
                 return
+            self._ended = False
             self._draw()
             if snapshot.finished:
                 self.stream.write("\n")
                 self.stream.flush()
                 self._drawn = False
+                self._ended = True  # the set's last line is written: later news does not repeat it
             elif self._ticker is None and self._tick > 0:
                 self._ticker = start_thread("status-line", self._run_ticker)
 

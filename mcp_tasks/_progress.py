@@ -164,13 +164,15 @@ class SetProgress:
         self._states: dict[str, str] = {}
         self._failures: list[str] = []
         self._latest: str | None = None
+        self._told = False  # the status being taken in brought a new message
         self._calls = itertools.count(1)  # keys of futures of tools that ran synchronously
 
     def __call__(self, status: Status) -> None:
         with self._lock:
             if status.status_message:
                 text = redact_ids(status.status_message, status.task_id, status.session_id)
-                self._latest = f"{short_id(status.task_id)}: {text}"
+                latest = f"{short_id(status.task_id)}: {text}"
+                self._told, self._latest = latest != self._latest, latest  # news even in the same state
             self._set(status.task_id, _state(status))
 
     def expect(self, task_ids: Iterable[str]) -> None:
@@ -230,6 +232,9 @@ class SetProgress:
         before = self._states.get(key)
         if before in ("completed", "failed", "cancelled") and state in ("working", "input_required"):
             return  # an old status after the end (a future's last read): the end stays
+        if before == state and key in self._states and not self._told:
+            return  # nothing new (a future's end after its final status)
+        self._told = False
         self._states[key] = state
         if state == "failed" and key not in self._failures:
             self._failures.append(key)
