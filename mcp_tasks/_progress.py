@@ -96,6 +96,9 @@ class SetSnapshot:
     def __str__(self) -> str:
         return set_line(self)
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(set_line(self))
+
     def _repr_html_(self) -> str:
         rows = [("tasks", self.counts()), ("elapsed", clock_text(self.elapsed))]
         named = self.named_failures()
