@@ -42,6 +42,13 @@ class HandlersStrategy:
         except NoHandler:
             return None
 
+    def answers_nothing(self, client: Any) -> bool:
+        """Whether no handler is set at all (a 2025-era wait then leaves the server's request
+        pending for a later process, rather than fetch it only to refuse it).
+        """
+        handlers: InputHandlers = self._handlers or client.input_handlers
+        return not handlers.kinds
+
     def __repr__(self) -> str:
         return "HandlersStrategy()"
 
