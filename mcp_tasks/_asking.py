@@ -18,6 +18,7 @@ from typing import Protocol
 
 import attrs
 
+from mcp_tasks._printable import printable
 from mcp_tasks._redact import short_id
 
 __all__ = ["Asker", "Line", "asker", "asking_for", "hold_lines", "lines_held", "turn"]
@@ -34,7 +35,7 @@ class Asker:
     def label(self) -> str:
         """``greet e294…b175``: the tool (when known) and the task's short id."""
         short = short_id(self.task_id)
-        return f"{self.tool} {short}" if self.tool else f"task {short}"
+        return f"{printable(self.tool)} {short}" if self.tool else f"task {short}"
 
 
 _ASKER: ContextVar[Asker | None] = ContextVar("mcp_tasks_asker", default=None)

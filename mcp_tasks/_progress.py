@@ -19,6 +19,7 @@ from typing import Any
 
 import attrs
 
+from mcp_tasks._printable import printable
 from mcp_tasks._redact import redact_ids, short_id
 from mcp_tasks._status import Status, TaskState
 
@@ -173,7 +174,7 @@ class SetProgress:
     def __call__(self, status: Status) -> None:
         with self._lock:
             if status.status_message:
-                text = redact_ids(status.status_message, status.task_id, status.session_id)
+                text = printable(redact_ids(status.status_message, status.task_id, status.session_id))
                 latest = f"{short_id(status.task_id)}: {text}"
                 self._told, self._latest = latest != self._latest, latest  # news even in the same state
             self._set(status.task_id, _state(status))

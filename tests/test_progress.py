@@ -253,3 +253,11 @@ def test_two_tasks_asking_at_once_are_asked_one_after_the_other_each_named(tools
     other = "second" if first_who == "first" else "first"
     assert answered == {first_who: ("Ada", 36), other: ("Bob", 41)}
     assert text.rstrip("\n").split("\n")[-1].startswith("\r\x1b[K[") and "2/2 done" in text.splitlines()[-1]
+
+
+def test_a_servers_message_is_shown_printable_and_with_short_ids() -> None:
+    task_id = "abcd0123456789efghij"
+    progress = mt.SetProgress()
+    progress(mt.Status(task_id=task_id, status=mt.TaskState.WORKING, status_message=f"\x1b[2Jwiped {task_id}"))
+    latest = progress.snapshot().latest
+    assert latest == "abcd…ghij: \\x1b[2Jwiped abcd…ghij"
