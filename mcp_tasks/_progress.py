@@ -145,12 +145,10 @@ class SetProgress:
     The plain hook for a progress bar of your own (tqdm, rich): `callback` (when given) is
     called with a snapshot after each change::
 
-        bar = tqdm(total=len(tasks))
         def show(snapshot):
-            bar.n = snapshot.over
-            bar.refresh()
+            print(f"{snapshot.over}/{snapshot.total} over")  # tqdm: bar.n = snapshot.over
 
-        mt.wait_all(client, tasks, on_status=mt.SetProgress(show))
+        mt.wait_all(client, [task], on_status=mt.SetProgress(show))
 
     Give it to `wait_all`, `as_completed`, `wait_any`, or to each `submit` of a batch: the set
     is every task it was given (one progress per set). `snapshot()` reads it at any time. The
