@@ -209,6 +209,7 @@ class StatusDisplay:
         self._snapshot: SetSnapshot | None = None
         self._printed: object = None  # what the last line on a pipe said of the set
         self._ended = False  # the set's last line is written
+        self._closed = False  # closed: a question's end does not draw it again
 
     @property
     def stream(self) -> IO[str]:
@@ -222,6 +223,7 @@ class StatusDisplay:
             return
         with self._lock:
             self._last = status
+            self._closed = False
             notebook = _notebook() if self._stream is None else None
             if notebook is not None:
                 self._show_in_notebook(notebook, status)
@@ -267,6 +269,7 @@ class StatusDisplay:
     def _set_changed(self, snapshot: SetSnapshot) -> None:
         with self._lock:
             self._snapshot = snapshot
+            self._closed = False
             notebook = _notebook() if self._stream is None else None
             if notebook is not None:
                 if self._handle is None:
@@ -297,7 +300,7 @@ class StatusDisplay:
         """Draw the line again after `suspend` (a question answered), unless it is over."""
         snapshot = self._set.snapshot() if self._set is not None else None
         with self._lock:
-            if not self._live() or lines_held() or self._drawn:
+            if self._closed or not self._live() or lines_held() or self._drawn:
                 return
             if snapshot is not None:
                 self._snapshot = snapshot
@@ -327,6 +330,7 @@ class StatusDisplay:
     def close(self) -> None:
         """Stop ticking and end the terminal line. Idempotent."""
         self.suspend()
+        self._closed = True
 
     def __enter__(self) -> StatusDisplay:
         return self

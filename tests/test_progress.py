@@ -261,3 +261,20 @@ def test_a_servers_message_is_shown_printable_and_with_short_ids() -> None:
     progress(mt.Status(task_id=task_id, status=mt.TaskState.WORKING, status_message=f"\x1b[2Jwiped {task_id}"))
     latest = progress.snapshot().latest
     assert latest == "abcd…ghij: \\x1b[2Jwiped abcd…ghij"
+
+
+def test_a_question_ends_the_live_line_and_it_is_drawn_again_after_unless_closed() -> None:
+    working = mt.Status(task_id="t" * 20, status=mt.TaskState.WORKING, status_message="busy")
+    tty = Tty()
+    show = mt.StatusDisplay(tty, tick=0)
+    show(working)
+    with turn():
+        tty.write("question? ")
+        show(working)  # news while the question is on the screen: not drawn over it
+        assert tty.getvalue().endswith("busy\nquestion? ")
+    assert re.search(r"question\? \r\x1b\[K\[[\d.]+s\] working: busy$", tty.getvalue())
+    show.close()
+    closed = tty.getvalue()
+    with turn():
+        tty.write("another\n")
+    assert tty.getvalue() == closed + "another\n"  # a closed display stays closed
