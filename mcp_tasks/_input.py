@@ -85,7 +85,10 @@ class InputHandlers:
         (types, enums, defaults, required; an invalid answer is asked again, a required field left
         empty declines), a URL elicitation as a link to open. In a notebook they ask through the
         kernel's ``input()``; elsewhere on stderr, reading stdin. `prompter` asks somewhere else
-        (any object with ``ask(prompt, field)`` and ``say(event, text, **fields)``).
+        (any object with ``ask(prompt, field)`` and ``say(event, text, **fields)``). A question
+        about a task names it (``[greet e294…b175] The server asks: …``; ``say`` gets its
+        ``task`` and ``tool`` fields); when several tasks ask at once, their forms are asked one
+        at a time, each whole, in the order they asked.
         """
         from mcp_tasks._prompt import interactive_handlers
 

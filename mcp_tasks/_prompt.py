@@ -44,7 +44,9 @@ class Prompter(Protocol):
         """
 
     def say(self, event: str, text: str, **fields: object) -> None:
-        """Tell the person something: `text` for people, `event` and `fields` for machines."""
+        """Tell the person something: `text` for people, `event` and `fields` for machines (an
+        ``input`` event about a task has ``task``, its short id, and ``tool``, its tool or None).
+        """
 
 
 def read_answer(prompt: str, stdin: IO[str], out: IO[str]) -> str:
