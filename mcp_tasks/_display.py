@@ -248,8 +248,12 @@ class StatusDisplay:
         self._progress().expect(task_ids)
 
     def wait_failed(self, failed: Status) -> None:
-        """A set's task whose wait failed (a `FailedWait`) counts as failed."""
-        self._progress().wait_failed(failed)
+        """A set's task whose wait failed (a `FailedWait`) counts as failed (a single wait's
+        failure reaches its caller: it does not make this a display of a set).
+        """
+        progress = self._set
+        if progress is not None:
+            progress.wait_failed(failed)
 
     def follow(self, future: Future[Any]) -> None:
         """Show `future` (a `TaskFuture` of a batch) in the set (`submit` calls it)."""

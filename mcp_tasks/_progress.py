@@ -224,7 +224,7 @@ class SetProgress:
         elif future.exception() is not None:
             status = getattr(future, "status", None)
             seen = _state(status) if isinstance(status, Status) else "working"
-            state = seen if seen in ("failed", "cancelled") else "failed"  # TaskCancelled keeps its state
+            state = seen if seen in ("failed", "cancelled", "input_required") else "failed"  # as the task ended
         else:
             state = "completed"
         with self._lock:

@@ -278,3 +278,23 @@ def test_a_question_ends_the_live_line_and_it_is_drawn_again_after_unless_closed
     with turn():
         tty.write("another\n")
     assert tty.getvalue() == closed + "another\n"  # a closed display stays closed
+
+
+def test_a_future_that_stops_for_input_counts_as_needing_it(tools: Tools) -> None:
+    progress = mt.SetProgress()
+    with mt.Client.direct(tools.server) as client:
+        future = mt.submit(client, "ask", {"who": "nobody"}, input="return", on_status=progress)
+        with pytest.raises(mt.InputRequired):
+            future.result(timeout=30)
+        snapshot = progress.snapshot()
+        assert (snapshot.total, snapshot.input_required, snapshot.failed) == (1, 1, 0)
+        assert snapshot.counts() == "0/1 done, 1 needs input"
+        mt.cancel_task(client, future.task_id or "")
+
+
+def test_a_single_waits_failure_does_not_make_a_display_of_a_set(tools: Tools) -> None:
+    out = io.StringIO()
+    with mt.Client.direct(tools.server) as client, mt.StatusDisplay(out) as show:
+        with pytest.raises(mt.McpError):
+            mt.wait_task(client, MISSING, timeout=30, listen=True, on_status=show)
+        assert show.snapshot() is None
