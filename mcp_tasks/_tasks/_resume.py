@@ -47,6 +47,7 @@ def resume(
     input_handlers: InputHandlers | None = None,
     trace: bool = False,
     tracer_provider: TracerProvider | None = None,
+    propagate_baggage: bool = False,
     **wait_options: Unpack[WaitOptions],
 ) -> dict[str, Any]:
     """Wait for a task kept in a store and return its CallToolResult (as `await_task` does).
@@ -60,7 +61,8 @@ def resume(
     is recorded there, and answers never acknowledged are sent again before any handler is asked.
     `input_handlers` answer the task's input on the client it opens (a 2025-era task asks what
     the session that started it declared: see the client option ``declare_input``).
-    `trace`/`tracer_provider` trace the client it opens (as the client factories' options do);
+    `trace`/`tracer_provider` (and `propagate_baggage`) trace the client it opens (as the client
+    factories' options do);
     a traced wait's span links to the ``tools/call`` that created the task, from the trace
     context the ref kept.
     """
@@ -86,6 +88,7 @@ def resume(
         input_handlers=input_handlers,
         trace=trace,
         tracer_provider=tracer_provider,
+        propagate_baggage=propagate_baggage,
     ) as opened:
         return _waited(opened, task, wait_options)
 
