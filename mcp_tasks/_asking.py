@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections import deque
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
@@ -67,38 +68,43 @@ class Line(Protocol):
 
 
 class _Turns:
-    """Questions asked one after another, first come first served (a ticket queue)."""
+    """Questions asked one after another, first come first served (a queue of the waiting)."""
 
     def __init__(self) -> None:
         self._changed = threading.Condition(threading.RLock())
-        self._next_ticket = 0
-        self._serving = 0
-        self._owner: int | None = None
+        self._queue: deque[object] = deque()  # the questions waiting, in the order they came
+        self._owner: int | None = None  # the thread asking now
         self._depth = 0
         self._lines: weakref.WeakSet[Line] = weakref.WeakSet()
 
     @contextmanager
     def turn(self) -> Iterator[int]:
-        """Wait for this thread's turn; yields how many others wait behind it."""
+        """Wait for this thread's turn; yields how many others wait behind it. A wait that is
+        interrupted (Ctrl-C) leaves the queue, so the questions behind it still come.
+        """
         me = threading.get_ident()
         with self._changed:
-            if self._owner == me:  # a question inside a question (a handler that asks twice)
+            nested = self._owner == me  # a question inside a question (a handler that asks twice)
+            if nested:
                 self._depth += 1
-                nested = True
             else:
-                nested = False
-                ticket = self._next_ticket
-                self._next_ticket += 1
+                place = object()
+                self._queue.append(place)
                 self._changed.notify_all()  # (`queued` changed)
-                while self._serving != ticket:
-                    self._changed.wait()
+                try:
+                    while self._owner is not None or self._queue[0] is not place:
+                        self._changed.wait()
+                except BaseException:
+                    self._queue.remove(place)
+                    self._changed.notify_all()
+                    raise
+                self._queue.popleft()
                 self._owner, self._depth = me, 1
-                lines = list(self._lines)
-            waiting = self._next_ticket - self._serving - 1
-        if not nested:
+            waiting = len(self._queue)
+            lines = [] if nested else list(self._lines)
+        try:
             for line in lines:
                 line.suspend()
-        try:
             yield waiting
         finally:
             with self._changed:
@@ -106,18 +112,15 @@ class _Turns:
                 last = self._depth == 0
                 if last:
                     self._owner = None
-                    self._serving += 1
-                    idle = self._serving == self._next_ticket
-                    lines = list(self._lines) if idle else []
                     self._changed.notify_all()
-            if last:
-                for line in lines:
-                    line.resume()
+                lines = list(self._lines) if last and not self._queue else []
+            for line in lines:
+                line.resume()
 
     def queued(self, at_least: int, timeout: float) -> bool:
         """Block until `at_least` questions wait behind the one being asked (False after `timeout`)."""
         with self._changed:
-            return self._changed.wait_for(lambda: self._next_ticket - self._serving - 1 >= at_least, timeout)
+            return self._changed.wait_for(lambda: len(self._queue) >= at_least, timeout)
 
     def held(self) -> bool:
         """Whether a question is being asked now (live lines do not draw)."""
@@ -125,6 +128,7 @@ class _Turns:
             return self._owner is not None
 
     def register(self, line: Line) -> None:
+        """Have `line` hold still while questions are asked (kept weakly)."""
         with self._changed:
             self._lines.add(line)
 

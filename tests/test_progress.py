@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import mcp_tasks as mt
-from mcp_tasks._asking import _TURNS, turn
+from mcp_tasks._asking import _TURNS, _Turns, turn
 from mcp_tasks._prompt import TextPrompter
 from mcp_tasks._redact import short_id
 from mcp_tasks.server import Server, ToolError
@@ -298,3 +298,36 @@ def test_a_single_waits_failure_does_not_make_a_display_of_a_set(tools: Tools) -
         with pytest.raises(mt.McpError):
             mt.wait_task(client, MISSING, timeout=30, listen=True, on_status=show)
         assert show.snapshot() is None
+
+
+def test_a_question_interrupted_while_it_waits_its_turn_leaves_the_queue() -> None:
+    turns = _Turns()
+    real_wait = turns._changed.wait
+    interrupted = threading.Event()
+
+    def wait(timeout: float | None = None) -> bool:
+        if threading.current_thread().name == "b" and not interrupted.is_set():
+            interrupted.set()
+            raise KeyboardInterrupt  # Ctrl-C while waiting its turn
+        return real_wait(timeout)
+
+    turns._changed.wait = wait  # type: ignore[method-assign]
+    served: list[str] = []
+    with turns.turn():
+        outcome: list[BaseException] = []
+
+        def ask() -> None:
+            try:
+                with turns.turn():
+                    served.append(threading.current_thread().name)
+            except KeyboardInterrupt as exc:
+                outcome.append(exc)
+
+        b = threading.Thread(target=ask, name="b")
+        b.start()
+        b.join(30)
+        c = threading.Thread(target=ask, name="c")
+        c.start()
+        assert turns.queued(1, 30)
+    c.join(30)
+    assert served == ["c"] and len(outcome) == 1 and interrupted.is_set()
