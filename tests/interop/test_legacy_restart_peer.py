@@ -74,3 +74,25 @@ def test_a_session_that_declared_nothing_gets_a_failure_that_says_why(url: str) 
     message: Any = str(failed.value)
     assert "Client does not support elicitation capability" in message
     assert "did not declare elicitation" in message and "declare_input" in message
+
+
+@pytest.fixture(scope="module")
+def fastmcp3_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    server = LegacyHttpServer("fastmcp3", tmp_path_factory.mktemp("fastmcp3") / "http.log")
+    try:
+        yield server.start()
+    finally:
+        server.stop()
+
+
+def test_where_it_cannot_a_server_that_asks_at_once_gets_the_starting_clients_refusal(
+    fastmcp3_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """fastmcp 3.4.11 pushes its request on the session's GET stream as soon as the tool asks,
+    naming no task: the client that holds the session then, without a handler, refuses it (the
+    legacy guide says so). Nothing is left for a later process to answer."""
+    with mt.Client.http(fastmcp3_url, declare_input=["form"]) as starter:
+        status = mt.call_tool(starter, "confirm_delete", {"item": "old.log"})
+        assert isinstance(status, mt.Status)
+        assert text(mt.await_task(starter, status, timeout=30)) == "kept old.log"
+    assert "no input handler for the server's form request" in caplog.text
