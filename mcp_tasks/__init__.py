@@ -31,6 +31,7 @@ from mcp_tasks._errors import (
 from mcp_tasks._input import InputHandlers
 from mcp_tasks._oauth import FileTokenStore, MemoryTokenStore, OAuth, TokenStore
 from mcp_tasks._options import ClientOptions
+from mcp_tasks._progress import SetProgress, SetSnapshot
 from mcp_tasks._retry import Retry
 from mcp_tasks._status import Status, TaskState
 from mcp_tasks._store import PostgresTaskStore, SqliteTaskStore, StoreError, TaskRef, TaskStore, open_store
@@ -89,6 +90,8 @@ __all__ = [
     "ProtocolError",
     "RequestTimeout",
     "Retry",
+    "SetProgress",
+    "SetSnapshot",
     "SqliteTaskStore",
     "Status",
     "StatusDisplay",
