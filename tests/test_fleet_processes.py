@@ -49,8 +49,7 @@ WORKER = textwrap.dedent(
             if status.terminal:
                 print("ended", task_id, flush=True)
 
-    opened = mt.open_store(location) if hasattr(mt, "open_store") else mt.SqliteTaskStore(location)
-    store = Noting(opened)
+    store = Noting(mt.open_store(location))
 
     def answer(status):
         (key,) = status.input_requests
@@ -70,6 +69,7 @@ WORKER = textwrap.dedent(
         for future in mt.adopt(store, input=answer, timeout=120, poll_interval=0.02):
             print("adopted", future.task_id, future.result()["structuredContent"]["name"], flush=True)
         threading.Event().wait(0.05)  # a worker's pause between claims
+    store.close()
     print("done", flush=True)
     """
 )
@@ -133,10 +133,7 @@ def line_of(process: subprocess.Popen[str], prefix: str) -> str:
             return line.strip()
 
 
-STORES = ["sqlite", "postgres"] if hasattr(mt, "PostgresTaskStore") else ["sqlite"]
-
-
-@pytest.fixture(params=STORES)
+@pytest.fixture(params=["sqlite", "postgres"])
 def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """Where the workers' store is: a SQLite file, or a database of the tests' PostgreSQL."""
     if request.param == "postgres":
@@ -145,14 +142,9 @@ def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return str(tmp_path / "tasks.sqlite3")
 
 
-def opened(location: str) -> Any:
-    """The store at `location`, in this process."""
-    opener = getattr(mt, "open_store", None)
-    return opener(location) if opener is not None else mt.SqliteTaskStore(location)
-
-
 def test_the_tasks_of_a_worker_killed_mid_wait_are_adopted_and_answered_once(served: Served, location: str) -> None:
-    opened(location)  # made before the workers share it
+    with mt.open_store(location):  # made before the workers share it
+        pass
     names = ["victim", "w1", "w2"]
     workers = {name: worker(served.url, location, name) for name in names}
     started = {name: line_of(process, "started").split()[1:] for name, process in workers.items()}
@@ -170,8 +162,8 @@ def test_the_tasks_of_a_worker_killed_mid_wait_are_adopted_and_answered_once(ser
     everyone = [task_id for ids in started.values() for task_id in ids]
     assert sorted(ended) == sorted(everyone) and set(ended.values()) == {1}  # each end recorded once
     assert Counter(served.updates) == Counter({(task_id, "name"): 1 for task_id in everyone})  # answered once
-    store = opened(location)
-    assert store.unfinished() == []
     given = Counter(parts[2] for parts in lines if parts[0] == "adopted")
     assert given["victim"] == 2 and given["w1"] + given["w2"] == TASKS - 2  # the adopters answered the rest
-    assert all((store.get(t) or mt.TaskRef("x", t)).finished for t in everyone)
+    with mt.open_store(location) as store:
+        assert store.unfinished() == []
+        assert all((store.get(t) or mt.TaskRef("x", t)).finished for t in everyone)
