@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -216,31 +215,17 @@ def adoption_run(url: str, location: str, tasks: int, seconds: float, lease: flo
 
 @contextmanager
 def postgres_cluster() -> Iterator[str | None]:
-    """A throwaway PostgreSQL cluster (initdb, pg_ctl on the PATH), or None when there are none."""
-    if shutil.which("initdb") is None or shutil.which("pg_ctl") is None:
+    """A throwaway PostgreSQL cluster (the tests' own: tests/pg.py), or None without its binaries."""
+    from tests.pg import find_binary, running_cluster
+
+    try:
+        find_binary("initdb")
+    except RuntimeError as exc:
+        print(f"(no PostgreSQL: {exc})")
         yield None
         return
-    import socket
-
-    folder = Path(tempfile.mkdtemp(prefix="fleet-pg-"))
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    run_as: list[str] = []
-    if os.geteuid() == 0:  # PostgreSQL refuses root: run it as the postgres user
-        shutil.chown(folder, "postgres")
-        run_as = ["runuser", "-u", "postgres", "--"]
-    data = folder / "data"
-    initdb = [*run_as, "initdb", "-D", str(data), "-U", "postgres", "-A", "trust"]
-    subprocess.run(initdb, check=True, capture_output=True)
-    options = f"-c listen_addresses=127.0.0.1 -p {port} -k {folder} -c fsync=off"
-    start = [*run_as, "pg_ctl", "-D", str(data), "-l", str(folder / "server.log"), "-o", options, "-w", "start"]
-    subprocess.run(start, check=True, capture_output=True)  # its log in a file: no pipe kept open
-    try:
-        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
-    finally:
-        subprocess.run([*run_as, "pg_ctl", "-D", str(data), "-m", "immediate", "stop"], capture_output=True)
-        shutil.rmtree(folder, ignore_errors=True)
+    with running_cluster() as cluster:
+        yield cluster.url(cluster.new_database())
 
 
 def main() -> None:
