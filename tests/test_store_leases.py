@@ -141,3 +141,52 @@ def test_a_renewer_stops_at_its_closing_signal_with_leases_still_held() -> None:
     late = renewer.hold(store, "t-2", holder, 0.3)  # a wait still ending: not renewed, no thread
     assert renewers() == [] and not late.lost
     renewer.let_go(late)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def shipped(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[mt.TaskStore]:
+    """The stores that ship, each with renew_many."""
+    if request.param == "postgres":
+        yield request.getfixturevalue("pg_store")
+    else:
+        with mt.SqliteTaskStore(tmp_path / "tasks.sqlite3") as store:
+            yield store
+
+
+def test_renew_many_renews_the_leases_their_holders_still_hold(shipped: Any) -> None:
+    mine, other = new_holder(), new_holder()
+    assert shipped.acquire("t-1", mine, 0.5) and shipped.acquire("t-2", other, 600)
+    assert shipped.renew_many([("t-1", mine), ("t-2", mine), ("t-3", mine)], 600) == [True, False, False]
+    assert not shipped.acquire("t-1", new_holder(), 600)  # renewed for 600 s: still mine
+    assert shipped.renew_many([], 600) == []
+
+
+class Batched(Watched):
+    """A store with renew_many, noting the size of each batch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[int] = []
+        self.batched = threading.Event()
+
+    def renew_many(self, leases: list[tuple[str, str]], ttl: float) -> list[bool]:
+        self.batches.append(len(leases))
+        self.batched.set()
+        return [MemoryTaskStore.renew(self, task_id, holder, ttl) for task_id, holder in leases]
+
+
+def test_a_renewer_renews_a_stores_leases_in_one_call_when_it_can() -> None:
+    from mcp_tasks._store import Renewer
+
+    store = Batched()
+    renewer = Renewer()
+    holders = [new_holder() for _ in range(3)]
+    leases = []
+    for n, holder in enumerate(holders):
+        assert store.acquire(f"t-{n}", holder, 0.6)
+        leases.append(renewer.hold(store, f"t-{n}", holder, 0.6))
+    assert store.batched.wait(30)
+    assert store.batches[0] == 3 and not any(lease.lost for lease in leases)
+    for lease in leases:
+        renewer.let_go(lease)
+    assert renewers() == []

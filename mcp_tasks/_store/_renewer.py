@@ -14,6 +14,7 @@ import logging
 import os
 import threading
 import time
+from typing import Any
 
 from mcp_tasks._clock import wait_condition
 from mcp_tasks._redact import short_id
@@ -118,17 +119,55 @@ class Renewer:
                     wait_condition(self.wake, due)
                 if self._over():
                     return
-                now = time.monotonic()
-                leases = [lease for lease in self.leases if not lease.lost and now - lease.renewed >= lease.ttl / 3]
-            for lease in leases:
+                leases = self._batches()
+            for batch in leases:
                 if self.closing.is_set():
                     return
-                self._renew(lease)
+                many = getattr(batch[0].store, "renew_many", None)
+                if callable(many) and len(batch) > 1:
+                    self._renew_batch(batch, many)
+                else:
+                    for lease in batch:
+                        self._renew(lease)
 
     def _due(self) -> float | None:
         """When a lease needs renewing next (on the monotonic clock; a lease lost needs nothing)."""
         dues = [lease.renewed + lease.ttl / 3 for lease in self.leases if not lease.lost]
         return min(dues) if dues else None
+
+    def _batches(self) -> list[list[Lease]]:
+        """The leases to renew now, by store and ttl: those due, with those of their store that
+        are a sixth of a ttl old or more (renewed a little early, so that one call renews them).
+        """
+        now = time.monotonic()
+        due: dict[tuple[int, float], list[Lease]] = {}
+        for lease in self.leases:
+            if not lease.lost and now - lease.renewed >= lease.ttl / 6:
+                due.setdefault((id(lease.store), lease.ttl), []).append(lease)
+        return [batch for batch in due.values() if any(now - lease.renewed >= lease.ttl / 3 for lease in batch)]
+
+    @staticmethod
+    def _renew_batch(batch: list[Lease], many: Any) -> None:
+        """Renew `batch` (one store, one ttl) with the store's ``renew_many``: one round trip."""
+        started = time.monotonic()
+        first = batch[0]
+        try:
+            lapse = min(lease.renewed + lease.ttl for lease in batch)
+            with store_deadline(min(lapse, started + RENEW_PATIENCE)):
+                kept = list(many([(lease.task_id, lease.holder) for lease in batch], first.ttl))
+            if len(kept) != len(batch):
+                raise ValueError(f"renew_many returned {len(kept)} answers for {len(batch)} leases")
+        except Exception as exc:  # try again soon, one by one if it goes on
+            log.warning("could not renew %d leases: %s", len(batch), exc)
+            for lease in batch:
+                lease.renewed = max(lease.renewed, started - lease.ttl / 3 + min(lease.ttl / 6, RENEW_PATIENCE))
+            return
+        for lease, held in zip(batch, kept, strict=True):
+            if held:
+                lease.renewed = started
+            else:
+                lease.lost = True
+                log.info("task %s: its lease lapsed and another wait took it", short_id(lease.task_id))
 
     @staticmethod
     def _renew(lease: Lease) -> None:
