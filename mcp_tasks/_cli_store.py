@@ -5,18 +5,28 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import time
-from typing import IO, Any
+from datetime import datetime, timezone
+from typing import IO, Any, Literal
 
-from mcp_tasks._store import SqliteTaskStore, TaskRef
+from mcp_tasks._cli_ids import pick, shown_ids
+from mcp_tasks._store import SqliteTaskStore, TaskRef, default_store_path
 from mcp_tasks._store._sqlite import STORE_ENV
 
-__all__ = ["add_store_option", "find_task", "list_tasks", "named_store", "open_store", "store_options"]
+__all__ = [
+    "add_store_option",
+    "find_task",
+    "iso_time",
+    "list_tasks",
+    "lookup_store",
+    "named_store",
+    "open_store",
+    "store_options",
+]
 
 STORE_HELP = f"the task store file (default: ${STORE_ENV}, else tasks.sqlite3 in your data folder)"
-PREFIX = 8
-"""How much of a task id the listing shows: enough to pick it with ``mcp-tasks wait``."""
 
 
 def add_store_option(parser: argparse.ArgumentParser, what: str = STORE_HELP) -> None:
@@ -36,25 +46,62 @@ def named_store(args: argparse.Namespace) -> SqliteTaskStore | None:
     return open_store(args)
 
 
+def lookup_store(args: argparse.Namespace) -> SqliteTaskStore | None:
+    """The store to look a short TASK_ID up in: the one the command names, else the default file
+    when there is one (None when there is none: it is not created for a lookup).
+    """
+    named = named_store(args)
+    if named is not None:
+        return named
+    return SqliteTaskStore(None) if default_store_path().exists() else None
+
+
 def store_options(args: argparse.Namespace) -> dict[str, Any]:
     """The client options that record into the command's store (none when it names none)."""
     store = getattr(args, "store_opened", None)
     return {"store": store} if store is not None else {}
 
 
-def find_task(store: SqliteTaskStore, wanted: str) -> TaskRef:
-    """The task kept under `wanted`, or the one unfinished task whose id starts with it
-    (ValueError naming the store otherwise).
+def find_task(store: SqliteTaskStore, wanted: str, endpoint: str | None = None) -> TaskRef:
+    """The task kept under `wanted`, or the one unfinished task (of `endpoint`, when given) whose
+    id it names in both-ends form (``e294…b175``) or as a prefix; ValueError naming the store,
+    and the candidates in short form, otherwise.
     """
     exact = store.get(wanted)
-    if exact is not None:
+    if exact is not None and endpoint in (None, exact.endpoint):
         return exact
-    matches = [ref for ref in store.unfinished() if ref.task_id.startswith(wanted)]
-    if len(matches) == 1:
-        return matches[0]
-    if not matches:
-        raise ValueError(f"no task {wanted!r} in {store.path} (list them with: mcp-tasks tasks)")
-    raise ValueError(f"{len(matches)} unfinished tasks in {store.path} start with {wanted!r}: give more of the id")
+    refs = [ref for ref in store.unfinished() if endpoint in (None, ref.endpoint)]
+    where = f"{store.path}" if endpoint is None else f"{store.path} (on {endpoint})"
+    return pick(wanted, refs, lambda ref: ref.task_id, where)
+
+
+def iso_time(value: float | str | None) -> str | None:
+    """A time as the listings show it: ISO 8601 in UTC to the millisecond (``2026-07-28T09:30:00.000Z``),
+    from seconds since the epoch or a server's ISO text (text that does not parse is kept as it is).
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value)
+        except ValueError:
+            return value
+        when = parsed.replace(tzinfo=timezone.utc) if parsed.tzinfo is None else parsed.astimezone(timezone.utc)
+    else:
+        when = datetime.fromtimestamp(value, timezone.utc)
+    return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _listed(ref: TaskRef) -> dict[str, Any]:
+    """The ref as ``tasks --json`` shows it: its saved form, every time in ISO 8601 UTC."""
+    saved: dict[str, Any] = json.loads(ref.to_json())
+    saved["createdAt"] = iso_time(ref.created_at)
+    last = saved.get("lastStatus")
+    if isinstance(last, dict):
+        for key in ("createdAt", "lastUpdatedAt"):
+            if isinstance(last.get(key), str):
+                last[key] = iso_time(last[key])
+    return saved
 
 
 def _age(seconds: float) -> str:
@@ -67,20 +114,23 @@ def _age(seconds: float) -> str:
     return f"{seconds / 86400:.0f}d"
 
 
-def list_tasks(store: SqliteTaskStore, out: IO[str], *, as_json: bool) -> int:
-    """Write the store's unfinished tasks to `out`, oldest first: id prefix, tool, endpoint, age,
-    last status (with ``as_json``, each ref's JSON on a line of its own). Returns how many.
+def list_tasks(store: SqliteTaskStore, out: IO[str], *, form: Literal["table", "json", "jsonl"] = "table") -> int:
+    """Write the store's unfinished tasks to `out`, oldest first: a table (id in both-ends form,
+    tool, endpoint, age, last status), one JSON array (``json``: full ids, times in ISO 8601 UTC),
+    or each task's JSON on a line of its own (``jsonl``). Returns how many.
     """
     refs = store.unfinished()
+    if form == "json":
+        out.write(json.dumps([_listed(ref) for ref in refs], ensure_ascii=False, indent=2) + "\n")
+    elif form == "jsonl":
+        out.writelines(json.dumps(_listed(ref), ensure_ascii=False) + "\n" for ref in refs)
     now = time.time()
+    shown = shown_ids(ref.task_id for ref in refs)
     rows = []
     for ref in refs:
-        if as_json:
-            out.write(ref.to_json() + "\n")
-            continue
         status = ref.last_status.wire_status if ref.last_status is not None else "-"
-        rows.append((ref.task_id[:PREFIX] + "…", ref.tool or "-", ref.endpoint, _age(now - ref.created_at), status))
-    if not as_json:
+        rows.append((shown[ref.task_id], ref.tool or "-", ref.endpoint, _age(now - ref.created_at), status))
+    if form == "table":
         if not rows:
             out.write(f"no unfinished tasks in {store.path}\n")
             return 0

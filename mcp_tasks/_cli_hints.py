@@ -1,0 +1,52 @@
+"""The library's advice in the command line's terms.
+
+The library's messages speak to Python callers (``timeout=None``, ``Client.http(url,
+session_id=...)``); where the command shows one, the advice is said as a person at the shell
+follows it (``--timeout``, ``--session``, ``mcp-tasks get``). The library's messages themselves stay
+as they are, for the API's users.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+__all__ = ["HINTS", "in_cli_terms"]
+
+Rewrite = Callable[["re.Match[str]"], str]
+
+HINTS: tuple[tuple[str, str | Rewrite], ...] = (
+    # TaskTimeout
+    (
+        r" \(timeout=None waits as long as it takes\)",
+        " (without --timeout it waits as long as it takes)",
+    ),
+    (r" \(cancel_on_timeout\)", ""),
+    # a 2025-era server's unknown task (_tasks/_protocol.py)
+    (
+        r"join that session with Client\.http\(url, session_id=status\.session_id\)",
+        "join that session with --session SESSION_ID (printed with the task's id)",
+    ),
+    # InputRequired
+    (
+        r"answer it with update_task, or wait with input handlers that can",
+        "wait for it again with mcp-tasks wait where stdin can answer",
+    ),
+    # outcome() on a status that lacks its payload
+    (r"read it again with get_task", "read it again with mcp-tasks get"),
+    # a server's request of a kind the command cannot answer (_channel.py)
+    (
+        r"No input handler for the server's (?P<kind>.+?) request",
+        lambda m: f"mcp-tasks cannot answer the server's {m['kind']} request (it answers form and URL questions)",
+    ),
+)
+"""Each library phrase (a regular expression) and what the command says instead."""
+
+_COMPILED = tuple((re.compile(pattern), instead) for pattern, instead in HINTS)
+
+
+def in_cli_terms(message: str) -> str:
+    """`message` with each of the library's Python-side hints said in the command line's terms."""
+    for pattern, instead in _COMPILED:
+        message = pattern.sub(instead, message)
+    return message
