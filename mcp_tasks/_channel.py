@@ -45,6 +45,7 @@ from mcp_tasks._errors import (
     SessionExpired,
     TransportError,
     name_request,
+    redact_request,
 )
 from mcp_tasks._input import NoHandler, answer_all
 from mcp_tasks._options import ClientSettings
@@ -322,6 +323,10 @@ class Channel:
         subscription = Subscription(stream, listen_id, max_buffer=max_buffer, overflow=overflow, sink=sink)
         try:
             subscription.wait_acknowledged(deadline)
+        except McpError as exc:
+            subscription.close()
+            redact_request(exc, notifications)
+            raise
         except BaseException:
             subscription.close()
             raise
@@ -483,6 +488,7 @@ class Channel:
                 raise malformed(f"The server answered {method} with another request's id", response)
             return decode_response(response)
         except McpError as exc:
+            redact_request(exc, params)
             name_request(exc, method)
             raise
         finally:

@@ -6,13 +6,13 @@ prompts, read from stdin.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from typing import Any
 
 from mcp_tasks._display import StatusDisplay
 from mcp_tasks._errors import InputError
+from mcp_tasks._printable import json_text, printable
 from mcp_tasks._prompt import read_answer
 from mcp_tasks._status import Status
 
@@ -29,17 +29,16 @@ class Console:
 
     def result(self, value: Any) -> None:
         self.display.suspend()
-        text = json.dumps(value, ensure_ascii=False) if self.json else json.dumps(value, indent=2, ensure_ascii=False)
-        sys.stdout.write(text + "\n")
+        sys.stdout.write(json_text(value, indent=None if self.json else 2) + "\n")
         sys.stdout.flush()
 
     def event(self, event: str, text: str, **fields: Any) -> None:
         self.display.suspend()
         if self.json:
             line = {"event": event, **fields}
-            sys.stderr.write(json.dumps(line, ensure_ascii=False) + "\n")
+            sys.stderr.write(json_text(line) + "\n")
         else:
-            sys.stderr.write(text + "\n")
+            sys.stderr.write(printable(text, newlines=True) + "\n")
         sys.stderr.flush()
 
     def status(self, status: Status) -> None:
@@ -47,7 +46,7 @@ class Console:
             fields = {"status": status.wire_status, "elapsed": round(time.monotonic() - self.started, 3)}
             if status.status_message:
                 fields["statusMessage"] = status.status_message
-            sys.stderr.write(json.dumps({"event": "status", **fields}, ensure_ascii=False) + "\n")
+            sys.stderr.write(json_text({"event": "status", **fields}) + "\n")
             sys.stderr.flush()
         else:
             self.display(status)
@@ -60,8 +59,8 @@ class Console:
         """One line from stdin, the prompt on stderr (so stdout stays the result alone)."""
         self.display.suspend()
         if not self.json:
-            return read_answer(prompt, sys.stdin, sys.stderr)
-        sys.stderr.write(json.dumps({"event": "prompt", "field": field, "prompt": prompt.strip()}) + "\n")
+            return read_answer(printable(prompt), sys.stdin, sys.stderr)
+        sys.stderr.write(json_text({"event": "prompt", "field": field, "prompt": prompt.strip()}) + "\n")
         sys.stderr.flush()
         line = sys.stdin.readline()
         if not line:

@@ -12,6 +12,8 @@ from datetime import datetime, timezone
 from typing import IO, Any, Literal
 
 from mcp_tasks._cli_ids import pick, shown_ids
+from mcp_tasks._printable import printable
+from mcp_tasks._redact import shown_endpoint
 from mcp_tasks._store import SqliteTaskStore, TaskRef, default_store_path
 from mcp_tasks._store._sqlite import STORE_ENV
 
@@ -129,7 +131,8 @@ def list_tasks(store: SqliteTaskStore, out: IO[str], *, form: Literal["table", "
     rows = []
     for ref in refs:
         status = ref.last_status.wire_status if ref.last_status is not None else "-"
-        rows.append((shown[ref.task_id], ref.tool or "-", ref.endpoint, _age(now - ref.created_at), status))
+        cells = (shown[ref.task_id], ref.tool or "-", shown_endpoint(ref.endpoint), _age(now - ref.created_at), status)
+        rows.append(tuple(printable(cell) for cell in cells))
     if form == "table":
         if not rows:
             out.write(f"no unfinished tasks in {store.path}\n")

@@ -37,7 +37,8 @@ from mcp_tasks._errors import (
     seconds,
 )
 from mcp_tasks._input import InputHandlers
-from mcp_tasks._redact import short_id
+from mcp_tasks._printable import printable
+from mcp_tasks._redact import redact_ids, short_id
 from mcp_tasks._status import Status
 from mcp_tasks._store import StoreError
 from mcp_tasks._tasks import await_task, call_tool, cancel_task, get_task, server_supports
@@ -247,7 +248,7 @@ def _tools(client: Client, console: Console) -> int:
     for tool in listed:
         description = (tool.get("description") or "").strip().splitlines()
         line = f"{str(tool.get('name')).ljust(width)}  tasks: {task_support(era, offers, tool)}"
-        sys.stdout.write(line + (f"  {description[0]}" if description else "") + "\n")
+        sys.stdout.write(printable(line + (f"  {description[0]}" if description else "")) + "\n")
     return EXIT_OK
 
 
@@ -295,7 +296,7 @@ def _fail(console: Console, exit_code: int, message: str, debug: bool, **fields:
         console.display.suspend()
         traceback.print_exc()
     message = in_cli_terms(message)
-    console.event("error", f"mcp-tasks: {message}", exit=exit_code, message=message, **fields)
+    console.event("error", f"mcp-tasks: {printable(message)}", exit=exit_code, message=message, **fields)
     return exit_code
 
 
@@ -360,12 +361,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (TaskFailed, TaskCancelled, InputRequired) as exc:
         return _fail(console, _outcome_code(exc), str(exc), debug)
     except McpError as exc:
+        said = redact_ids(str(exc), state.get("task_id"))  # the server's text may quote the id
         if "task_id" in state and is_no_such_task(exc):
             message = (
                 f"no such task {short_id(state['task_id'])} on this server (expired, mistyped, or another session's)"
             )
-            return _fail(console, EXIT_NO_TASK, f"{message}: {exc} (error {exc.code})", debug, code=exc.code)
-        return _fail(console, _outcome_code(exc), f"{exc} (error {exc.code})", debug, code=exc.code)
+            return _fail(console, EXIT_NO_TASK, f"{message}: {said} (error {exc.code})", debug, code=exc.code)
+        return _fail(console, _outcome_code(exc), f"{said} (error {exc.code})", debug, code=exc.code)
     except (InvalidStatus, TypeError, ValueError) as exc:
         return _fail(console, EXIT_USAGE, str(exc), debug)
     except StoreError as exc:
