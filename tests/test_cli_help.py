@@ -135,7 +135,8 @@ def test_fill_wraps_paragraphs_and_tables_without_breaking_words() -> None:
     out = fill(text, 40)
     assert words(out) == words(text)
     assert (
-        "heading:\n  term     its description, which is\n           long enough to wrap and\n           continues here\n"
+        "heading:\n  term     its description, which is\n"
+        "           long enough to wrap and\n           continues here\n"
     ) in out
     assert all(len(line) <= 40 for line in out.splitlines())
     assert "  other    short" in out
