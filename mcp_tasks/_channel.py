@@ -319,7 +319,11 @@ class Channel:
         listen_id = self._next_id()
         body = self.tracing.inject({"notifications": dict(notifications), "_meta": self._meta_of(None, meta)})
         log.debug("-> subscriptions/listen #%s", listen_id)
-        stream = self.transport.open_stream(request(listen_id, "subscriptions/listen", body), deadline)
+        try:
+            stream = self.transport.open_stream(request(listen_id, "subscriptions/listen", body), deadline)
+        except McpError as exc:
+            redact_request(exc, notifications)  # a refusal may quote the ids
+            raise
         subscription = Subscription(stream, listen_id, max_buffer=max_buffer, overflow=overflow, sink=sink)
         try:
             subscription.wait_acknowledged(deadline)

@@ -232,7 +232,7 @@ def _call(args: argparse.Namespace, client: Client, console: Console, state: dic
     if args.no_wait:
         note = "" if "session" not in state else f"\n{_resume_hint(args, state)}"
         console.event("task", f"Task created: {called.task_id}{note}", **fields)
-        sys.stdout.write(called.task_id + "\n")
+        sys.stdout.write(printable(called.task_id) + "\n")  # a hostile id cannot drive the terminal
         return EXIT_OK
     console.event("task", f"Task created: {called.task_id}\n{_resume_hint(args, state)}", **fields)
     return _wait(args, client, console, called, state)

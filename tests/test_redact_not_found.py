@@ -1,6 +1,6 @@
 """No full task id in any message about a task a server does not know: for every "not found" shape
-of the peers (fastmcp-tasks 4.1.4, mcp 1.30, fastmcp 3.4.11, server-everything; see
-shared/reference/peers.md) served by the tests' own socket-level servers, in both eras, and for the
+of the peers (fastmcp-tasks 4.1.4, mcp 1.30, fastmcp 3, server-everything; see
+shared/reference/peers.md, and generic ones) served by the tests' own socket-level servers, in both eras, and for the
 reference server: not in ``str(exc)``, ``repr(exc)``, the log, nor the ``mcp-tasks`` command's output.
 An expired id was a bearer token.
 """
@@ -18,6 +18,7 @@ from mcp_tasks import cli
 from mcp_tasks._redact import short_id
 from mcp_tasks.server import Server, serve_http
 from tests.foreign.legacy_http_tasks import LegacyHttpTasksServer
+from tests.foreign.listen_tasks import ListenTasksServer
 from tests.foreign.modern_http_tasks import ModernHttpTasksServer
 from tests.test_cli import run
 
@@ -35,7 +36,8 @@ MODERN_SHAPES = [
 LEGACY_SHAPES = [
     "Task not found: {id}",  # mcp 1.30
     "Task not found: {scope}:{id}",  # a server that keys its tasks by <session>:<id>
-    "Task {id} not found",  # fastmcp 3.4.11
+    "Invalid taskId: {id} not found",  # fastmcp 3's Docket task protocol
+    "Task {id} not found",
     "MCP error -32602: Failed to retrieve task: Task not found",  # server-everything
     "Failed to retrieve task: Task not found",
 ]
@@ -150,3 +152,24 @@ def test_the_command_against_the_reference_server(reference: str) -> None:
     done = run("get", reference, LONG)
     assert done.returncode == cli.EXIT_NO_TASK, done.stderr
     assert_hidden(done.stderr, LONG)
+
+
+def test_a_refused_listen_that_quotes_the_ids_never_shows_them(caplog: pytest.LogCaptureFixture) -> None:
+    server = ListenTasksServer(refuse=frozenset({LONG, SCOPED}))
+    server.refusal = "Unknown or inaccessible taskId: {ids}"
+    server.start()
+    try:
+        with caplog.at_level(logging.DEBUG, logger="mcp_tasks"), mt.Client.http(server.url) as client:
+            with pytest.raises(mt.McpError) as raised:
+                client.listen({"taskIds": [LONG, SCOPED]}, timeout=30)
+            assert str(raised.value).startswith("Unknown or inaccessible taskId: ")  # the server's text is kept
+            for task_id in (LONG, SCOPED):
+                assert_hidden(str(raised.value), task_id)
+                assert_hidden(repr(raised.value), task_id)
+                with pytest.raises(mt.McpError) as waited:  # a wait that listens: refused, then polled
+                    mt.wait_task(client, task_id, timeout=30, listen=True)
+                assert_hidden(str(waited.value), task_id)
+        for task_id in (LONG, SCOPED):
+            assert_hidden(caplog.text, task_id)
+    finally:
+        server.close()
