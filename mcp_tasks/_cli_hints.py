@@ -34,6 +34,8 @@ HINTS: tuple[tuple[str, str | Rewrite], ...] = (
     ),
     # outcome() on a status that lacks its payload
     (r"read it again with get_task", "read it again with mcp-tasks get"),
+    # an answer the prompt could not get (_input.py): stdin closed, say
+    (r"The input handler for (?P<whose>.+?) could not answer", lambda m: f"mcp-tasks could not answer {m['whose']}"),
     # a server's request of a kind the command cannot answer (_channel.py)
     (
         r"No input handler for the server's (?P<kind>.+?) request",

@@ -1,5 +1,6 @@
 """The command line's task store: ``--store PATH`` (or ``$MCP_TASKS_STORE``, or the default file),
-``mcp-tasks tasks`` (the unfinished tasks it keeps) and the lookup of ``mcp-tasks wait TASK_ID``.
+``mcp-tasks tasks`` (the unfinished tasks it keeps: a table, a JSON array, or JSON lines) and the
+lookup of a TASK_ID (``mcp-tasks wait TASK_ID``, a short form or prefix with a TARGET).
 """
 
 from __future__ import annotations

@@ -80,6 +80,13 @@ def test_every_library_hint_the_command_shows_is_in_cli_terms() -> None:
     assert said == "it only: join that session with --session SESSION_ID (printed with the task's id))"
 
 
+def test_an_answer_stdin_cannot_give_is_said_as_the_command(http_url: str) -> None:
+    done = run("call", http_url, "ask_name", stdin="")  # stdin closed before the question
+    assert done.returncode == cli.EXIT_INPUT
+    assert "mcp-tasks could not answer task " in done.stderr and "no answer: stdin is closed" in done.stderr
+    assert not PYTHON_TERMS.search(done.stderr), done.stderr
+
+
 def test_a_timeout_over_http_says_what_to_type(http_url: str) -> None:
     done = run("call", http_url, "hold", "--timeout", "0.2")
     assert done.returncode == cli.EXIT_TIMEOUT
