@@ -25,6 +25,7 @@ __all__ = [
     "list_tasks",
     "lookup_store",
     "named_store",
+    "names_store",
     "open_store",
     "store_options",
 ]
@@ -44,9 +45,12 @@ def open_store(args: argparse.Namespace) -> SqliteTaskStore:
 
 def named_store(args: argparse.Namespace) -> SqliteTaskStore | None:
     """The store the command names with ``--store`` or ``$MCP_TASKS_STORE``; None when it names none."""
-    if getattr(args, "store", None) is None and not os.environ.get(STORE_ENV):
-        return None
-    return open_store(args)
+    return open_store(args) if names_store(args) else None
+
+
+def names_store(args: argparse.Namespace) -> bool:
+    """Whether the command names a store (``--store`` or ``$MCP_TASKS_STORE``)."""
+    return getattr(args, "store", None) is not None or bool(os.environ.get(STORE_ENV))
 
 
 def lookup_store(args: argparse.Namespace) -> SqliteTaskStore | None:

@@ -21,7 +21,15 @@ from mcp_tasks._cli_console import Console
 from mcp_tasks._cli_hints import in_cli_terms
 from mcp_tasks._cli_ids import is_short_form, matching, shown_ids
 from mcp_tasks._cli_parser import UsageError, build_parser
-from mcp_tasks._cli_store import find_task, list_tasks, lookup_store, named_store, open_store, store_options
+from mcp_tasks._cli_store import (
+    find_task,
+    list_tasks,
+    lookup_store,
+    named_store,
+    names_store,
+    open_store,
+    store_options,
+)
 from mcp_tasks._cli_target import check_target, kind_of, load_server
 from mcp_tasks._cli_text import is_no_such_task, task_support, tied_to_command
 from mcp_tasks._cli_trace import Tracing
@@ -130,8 +138,13 @@ def _full_id(args: argparse.Namespace) -> str:
     (``e294…b175``) or a prefix of one unfinished task of that TARGET there; else as given.
     """
     wanted = str(args.task_id)
-    store = lookup_store(args)
-    refs = [ref for ref in store.unfinished() if ref.endpoint == args.target] if store is not None else []
+    try:
+        store = lookup_store(args)
+        refs = [ref for ref in store.unfinished() if ref.endpoint == args.target] if store is not None else []
+    except StoreError:
+        if is_short_form(wanted) or names_store(args):
+            raise
+        return wanted  # a whole id needs no store: an unreadable default one is not this command's business
     if any(ref.task_id == wanted for ref in refs):
         return wanted
     found = matching(wanted, refs, lambda ref: ref.task_id)

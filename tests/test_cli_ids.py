@@ -132,3 +132,17 @@ def test_tasks_json_is_one_array_with_iso_times_and_jsonl_a_line_each(tmp_path: 
     assert json.loads(run("tasks", "--json", "--store", str(tmp_path / "empty.sqlite3")).stdout) == []
     both = run("tasks", "--json", "--jsonl", "--store", str(path))
     assert both.returncode == cli.EXIT_USAGE and "not allowed with" in both.stderr
+
+
+def test_a_whole_id_needs_no_store(alike: ModernHttpTasksServer, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    (data / "mcp_tasks").mkdir(parents=True)
+    (data / "mcp_tasks" / "tasks.sqlite3").write_text("not a store\n" * 100)  # the default store, unreadable
+    env = {"XDG_DATA_HOME": str(data), "MCP_TASKS_STORE": ""}
+    started = run("call", alike.url, "hold", "--no-wait", env=env)
+    assert started.returncode == 0, started.stderr
+    task_id = started.stdout.strip()
+    got = run("get", alike.url, task_id, env=env)
+    assert got.returncode == 0, got.stderr
+    short = run("get", alike.url, short_id(task_id), env=env)  # only the store can make it whole
+    assert short.returncode == cli.EXIT_ERROR and "tasks.sqlite3" in short.stderr and "Traceback" not in short.stderr
