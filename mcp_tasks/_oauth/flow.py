@@ -10,8 +10,16 @@ scopes, a bounded number of times. One flow runs at a time per server and client
 (`mcp_tasks._oauth.flights`): twenty threads that meet the same expired token make one token
 request, and a thread that finds another's flow running waits for it only within its own deadline.
 
-The MCP client's HTTP transport drives `OAuth.auth_flow` (every request of the flow sent under the
-call's deadline); plain `requests` users get the same through the response hook of `__call__`.
+The MCP client's HTTP transport drives `OAuth.auth_flow`, which yields every request of the flow
+(the re-sends to the MCP server, and discovery, registration, token, refresh and the identity
+provider's token exchange, see `mcp_tasks._oauth.http`): the transport sends each one on its own
+watched connections, so the call's deadline bounds every byte of the flow (the name lookups too),
+whatever an authorization server trickles. Plain `requests` users get the same flow through the
+response hook of `__call__`, its requests sent with the time left as each one's timeout.
+
+The parts: `options` (what it was told), `records` (the tokens per server), `renewal` (a better
+token), `registration` (the client's identity), `token_endpoint` (token requests), `code` (the
+person's step of the authorization code grant).
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ from mcp_tasks._oauth.code import authorization_code
 from mcp_tasks._oauth.discovery import AuthServer, Resource
 from mcp_tasks._oauth.dpop import NONCE_ERROR, DPoP
 from mcp_tasks._oauth.grants import Assertion
-from mcp_tasks._oauth.http import OAuthHttp
+from mcp_tasks._oauth.http import Exchanges, OAuthHttp, Outgoing
 from mcp_tasks._oauth.jose import load_private_key, require_extra
 from mcp_tasks._oauth.options import DEFAULT_STEP_UPS, Authorize, Grant, check_options
 from mcp_tasks._oauth.records import Records, expired
@@ -86,8 +94,17 @@ class OAuth(AuthBase):
       `FileTokenStore` keeps them across runs).
     - `timeout`: seconds for the exchanges with the authorization server in one flow (the person's
       time in the browser is not counted); also cut to the deadline of the MCP call that started
-      it. The flow runs on the thread that makes the call; other threads that need the same
-      server meanwhile wait for it, each at most until its own call's deadline.
+      it. Under ``Client.http`` every byte of every exchange is bounded by it (the client's
+      transport sends them on its watched connections: a server that trickles its answer cannot
+      hold the call past its timeout). The flow runs on the thread that makes the call; other
+      threads that need the same server meanwhile wait for it, each at most until its own call's
+      deadline.
+    - `verify`: TLS verification for the authorization servers (True, False, or a CA bundle's
+      path), whoever sends the requests.
+    - `session`: a `requests.Session` of yours for the exchanges with the authorization servers
+      (its adapters, proxies and certificates as they are). Then those exchanges go through it
+      even under ``Client.http``, and the deadline bounds each read, not every byte. By default
+      the client's transport sends them (and with plain `requests`, a session made for each flow).
     - `max_step_ups`: how many times one request may re-authorize for a 403 ``insufficient_scope``.
     - `issuer`: the authorization server a pre-registered `client_id` (and its secret) belongs to.
       Without it, the client is bound to the first issuer it is used with (or the one its stored
@@ -181,7 +198,7 @@ class OAuth(AuthBase):
         response hook that runs the flow on a 401 or 403 (for plain `requests` users; the MCP
         client drives `auth_flow` instead).
         """
-        self._attach(request, Deadline(self.timeout))
+        self._http.run(self._attach(request, Deadline(self.timeout)))
         hook = functools.partial(self._on_response, _Attempts())
         request.register_hook("response", hook)  # type: ignore[no-untyped-call]
         return request
@@ -191,7 +208,7 @@ class OAuth(AuthBase):
         deadline = Deadline(_shorter(self._options.timeout, _timeout_of(kwargs.get("timeout"))))
         while True:
             try:
-                prepared = self._after(attempts, response, deadline)
+                prepared = self._http.run(self._after(attempts, response, deadline))
             except BaseException:
                 response.close()  # nobody will read it: the flow failed
                 raise
@@ -212,21 +229,27 @@ class OAuth(AuthBase):
 
     def auth_flow(
         self, request: requests.PreparedRequest, deadline: Deadline
-    ) -> Generator[requests.PreparedRequest, requests.Response, None]:
+    ) -> Generator[requests.PreparedRequest | Outgoing, requests.Response, None]:
         """The requests to send for `request`, in the manner of httpx's ``Auth.auth_flow``: it
         yields `request` with the token, receives the response, and yields a re-send with a better
         token while the response is a 401 or 403 ``insufficient_scope`` that one can fix.
 
-        Whoever drives it sends each request under the call's `deadline`; every exchange of the
-        flow (a refresh, discovery, a token request) is bounded by it too, and a thread that finds
-        another thread's flow running for the same server waits for it only until its own deadline.
-        The MCP client's HTTP transport drives it in the calling thread.
+        It also yields the requests of the flow's own (discovery, registration, a token request, a
+        refresh, the identity provider's token exchange) as ``(request, deadline, verify)``: the
+        driver sends each under that deadline (the call's, cut to this object's `timeout`) and
+        hands back the response with its body unread, which the flow reads before it yields
+        again; a request that failed is thrown into the flow, which raises `RequestTimeout` once
+        the deadline passed and `OAuthError` otherwise. The MCP client's HTTP transport drives it
+        in the calling thread, each request on its watched connections, so every byte of the flow
+        is under the call's deadline. A thread that finds another thread's flow running for the
+        same server waits for it only until its own deadline. (With a `session` of your own the
+        flow sends its requests there itself, yielding only the re-sends.)
         """
-        self._attach(request, deadline)
+        yield from self._http.through(self._attach(request, deadline))
         attempts = _Attempts()
         while True:
             response = yield request
-            again = self._after(attempts, response, deadline)
+            again = yield from self._http.through(self._after(attempts, response, deadline))
             if again is None:
                 return
             request = again
@@ -236,7 +259,7 @@ class OAuth(AuthBase):
     def _flow_deadline(self, deadline: Deadline) -> Deadline:
         return deadline.within(self._options.timeout)
 
-    def _attach(self, request: requests.PreparedRequest, deadline: Deadline) -> None:
+    def _attach(self, request: requests.PreparedRequest, deadline: Deadline) -> Exchanges[None]:
         """Put the token for the request's server on it: after the flow another thread runs for
         that server, when there is no token yet; refreshed first, when it expired.
         """
@@ -247,7 +270,7 @@ class OAuth(AuthBase):
             self._renewal.flights.join(key, self._flow_deadline(deadline))
             token = self._records.token(key)
         if token is not None and expired(self._records.get(key)):
-            token = self._renewal.renew_quietly(key, url, token, self._flow_deadline(deadline))
+            token = yield from self._renewal.renew_quietly(key, url, token, self._flow_deadline(deadline))
         if token is not None:
             self._present(request, key, token)
 
@@ -263,7 +286,7 @@ class OAuth(AuthBase):
 
     def _after(
         self, attempts: _Attempts, response: requests.Response, deadline: Deadline
-    ) -> requests.PreparedRequest | None:
+    ) -> Exchanges[requests.PreparedRequest | None]:
         """The re-send a 401 or 403 calls for (with a better token), or None to keep `response`."""
         request = response.request
         url = str(request.url)
@@ -295,7 +318,7 @@ class OAuth(AuthBase):
                 return None
             attempts.unauthorized += 1
             mode = "refresh" if (sent is not None and not attempts.refreshed) else "authorize"
-        token = self._renewal.renew(key, url, sent, challenge, mode, self._flow_deadline(deadline))
+        token = yield from self._renewal.renew(key, url, sent, challenge, mode, self._flow_deadline(deadline))
         if mode == "refresh":
             attempts.refreshed = True
         if token is None:

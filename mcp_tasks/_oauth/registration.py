@@ -12,7 +12,7 @@ from typing import Any
 from mcp_tasks._clock import Deadline
 from mcp_tasks._errors import OAuthError
 from mcp_tasks._oauth.discovery import AuthServer
-from mcp_tasks._oauth.http import OAuthHttp
+from mcp_tasks._oauth.http import Exchanges, OAuthHttp
 from mcp_tasks._oauth.options import Options
 from mcp_tasks._oauth.token_endpoint import auth_method
 from mcp_tasks._redact import short_id
@@ -45,7 +45,9 @@ class Registration:
         self._redirect_uri = redirect_uri
         self._configured = configured
 
-    def client_for(self, record: Mapping[str, Any], server: AuthServer, deadline: Deadline) -> dict[str, Any]:
+    def client_for(
+        self, record: Mapping[str, Any], server: AuthServer, deadline: Deadline
+    ) -> Exchanges[dict[str, Any]]:
         """The identity of this client at `server`: pre-registered, a metadata document URL, a stored
         registration with this same server, or a new registration.
         """
@@ -82,9 +84,9 @@ class Registration:
                 "(and client_secret) registered with it"
                 + ("" if options.client_metadata_url else ", or client_metadata_url")
             )
-        return self._register(server, deadline)
+        return (yield from self._register(server, deadline))
 
-    def _register(self, server: AuthServer, deadline: Deadline) -> dict[str, Any]:
+    def _register(self, server: AuthServer, deadline: Deadline) -> Exchanges[dict[str, Any]]:
         methods = server.token_auth_methods
         metadata: dict[str, Any] = {"client_name": self._options.client_name}
         if self._options.grant == "client_credentials":
@@ -102,7 +104,7 @@ class Registration:
             )
         metadata["token_endpoint_auth_method"] = method
         assert server.registration_endpoint is not None
-        status, answer = self._http.post(server.registration_endpoint, deadline, body=metadata)
+        status, answer, _ = yield from self._http.post(server.registration_endpoint, deadline, body=metadata)
         if status not in (200, 201) or not answer or not isinstance(answer.get("client_id"), str):
             error = answer.get("error") if answer else None
             raise OAuthError(

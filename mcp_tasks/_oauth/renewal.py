@@ -6,6 +6,7 @@ request). One renewal per key at a time (`mcp_tasks._oauth.flights`).
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -16,7 +17,7 @@ from mcp_tasks._errors import OAuthError
 from mcp_tasks._oauth.discovery import AuthServer, Resource, discover_resource, discover_server
 from mcp_tasks._oauth.flights import Flights
 from mcp_tasks._oauth.grants import JWT_BEARER, assertion_now, exchange_for_id_jag
-from mcp_tasks._oauth.http import OAuthHttp, loggable
+from mcp_tasks._oauth.http import Exchanges, OAuthHttp, loggable
 from mcp_tasks._oauth.options import Options
 from mcp_tasks._oauth.records import Records, expired
 from mcp_tasks._oauth.registration import Registration
@@ -59,24 +60,25 @@ class Renewal:
 
     def renew(
         self, key: str, url: str, sent: str | None, challenge: Mapping[str, str], mode: Mode, deadline: Deadline
-    ) -> str | None:
+    ) -> Exchanges[str | None]:
         """A token better than `sent`: another thread's, a refreshed one, or a new authorization.
         None when a new one would not help (the granted scopes already cover a step-up). One flow
         per key at a time; a thread that meets one running joins it within its own deadline.
         """
-        return self.flights.run(key, deadline, lambda: self._renew_now(key, url, sent, challenge, mode, deadline))
+        work = functools.partial(self._renew_now, key, url, sent, challenge, mode, deadline)
+        return (yield from self.flights.run(key, deadline, work))
 
-    def renew_quietly(self, key: str, url: str, token: str, deadline: Deadline) -> str | None:
+    def renew_quietly(self, key: str, url: str, token: str, deadline: Deadline) -> Exchanges[str | None]:
         """The token to send instead of an expired one; on failure none (the 401 path takes over)."""
         try:
-            return self.renew(key, url, token, {}, "expired", deadline) or None
+            return (yield from self.renew(key, url, token, {}, "expired", deadline)) or None
         except OAuthError as exc:
             log.info("oauth: could not refresh the token for %s before sending: %s", loggable(url), exc)
             return None
 
     def _renew_now(
         self, key: str, url: str, sent: str | None, challenge: Mapping[str, str], mode: Mode, deadline: Deadline
-    ) -> str | None:
+    ) -> Exchanges[str | None]:
         wanted = set((challenge.get("scope") or "").split())
         record = self._records.reload(key)  # another process may have renewed it meanwhile
         current = record.get("access_token")
@@ -92,7 +94,7 @@ class Renewal:
         if mode in ("refresh", "expired") and self._records.can_refresh(record):
             tried = record["refresh_token"]
             try:
-                updated = self._tokens.refresh(record, deadline)
+                updated = yield from self._tokens.refresh(record, deadline)
             except OAuthError as exc:
                 log.info("oauth: refreshing the token for %s failed (%s)", loggable(url), exc)
                 self._records.refuse(str(tried))
@@ -108,7 +110,7 @@ class Renewal:
         if mode == "expired" and self._options.grant == "authorization_code":
             return None  # a person is asked only when the server says so
         scopes = set(record.get("requested_scope", "").split()) | wanted if mode == "step_up" else wanted
-        return self._authorize_anew(key, url, record, challenge, scopes, deadline)
+        return (yield from self._authorize_anew(key, url, record, challenge, scopes, deadline))
 
     def _authorize_anew(
         self,
@@ -118,12 +120,12 @@ class Renewal:
         challenge: Mapping[str, str],
         wanted: set[str],
         deadline: Deadline,
-    ) -> str:
+    ) -> Exchanges[str]:
         grant = self._options.grant
-        resource = discover_resource(self._http, url, challenge.get("resource_metadata"), deadline)
+        resource = yield from discover_resource(self._http, url, challenge.get("resource_metadata"), deadline)
         issuer = resource.authorization_servers[0]
         self._check_issuer(url, issuer, resource, record)
-        server = discover_server(self._http, issuer, deadline, legacy=resource.legacy)
+        server = yield from discover_server(self._http, issuer, deadline, legacy=resource.legacy)
         if record.get("issuer") not in (None, issuer):
             log.info("oauth: %s moved from %s to %s", loggable(url), record.get("issuer"), issuer)
         if (
@@ -133,7 +135,7 @@ class Renewal:
         ):
             raise OAuthError(f"the authorization server {issuer} does not offer PKCE with S256; not authorizing")
         scope = self._scope_for(wanted, resource, server)
-        client = self._registration.client_for(record, server, deadline)
+        client = yield from self._registration.client_for(record, server, deadline)
         if grant == "authorization_code":
             code, redirect_uri, verifier = self._code_step(server, client, scope, resource)
             deadline = Deadline(deadline.timeout)  # as long again: the person's time does not count
@@ -145,10 +147,10 @@ class Renewal:
                 "resource": resource.resource,
             }
         else:
-            form = self._grant_form(issuer, resource, deadline)
+            form = yield from self._grant_form(issuer, resource, deadline)
             if scope:
                 form["scope"] = " ".join(scope)
-        tokens = self._tokens.request(server.token_endpoint, client, form, deadline)
+        tokens = yield from self._tokens.request(server.token_endpoint, client, form, deadline)
         fresh = {
             **tokens,
             "issuer": issuer,
@@ -161,7 +163,7 @@ class Renewal:
         log.info("oauth: authorized %s with %s (scope %r)", loggable(url), issuer, " ".join(scope) or None)
         return str(fresh["access_token"])
 
-    def _grant_form(self, issuer: str, resource: Resource, deadline: Deadline) -> dict[str, str]:
+    def _grant_form(self, issuer: str, resource: Resource, deadline: Deadline) -> Exchanges[dict[str, str]]:
         """The token request's form of a grant without a person (the signed ones get their JWT now)."""
         options = self._options
         if options.grant == "client_credentials":
@@ -171,7 +173,7 @@ class Renewal:
             assertion = assertion_now(options.assertion, "assertion")
             return {"grant_type": JWT_BEARER, "assertion": assertion, "resource": resource.resource}
         assert options.id_token is not None and options.idp_token_endpoint is not None
-        id_jag = exchange_for_id_jag(
+        id_jag = yield from exchange_for_id_jag(
             self._http,
             options.idp_token_endpoint,
             assertion_now(options.id_token, "id_token"),

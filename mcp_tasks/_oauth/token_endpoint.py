@@ -14,7 +14,7 @@ from mcp_tasks._clock import Deadline
 from mcp_tasks._errors import OAuthError
 from mcp_tasks._oauth.dpop import NONCE_ERROR, DPoP
 from mcp_tasks._oauth.grants import client_assertion
-from mcp_tasks._oauth.http import OAuthHttp, loggable
+from mcp_tasks._oauth.http import Exchanges, OAuthHttp, loggable
 from mcp_tasks._oauth.jose import SigningKey
 
 __all__ = ["AUTH_METHODS", "TokenEndpoint", "auth_method"]
@@ -37,11 +37,11 @@ class TokenEndpoint:
 
     def request(
         self, endpoint: str, client: Mapping[str, Any], form: dict[str, str], deadline: Deadline
-    ) -> dict[str, Any]:
+    ) -> Exchanges[dict[str, Any]]:
         """POST `form` to `endpoint` as `client`; the token fields kept (``access_token``,
         ``token_type``, ``refresh_token``, ``expires_at``, ``lifetime``, ``scope``, ``dpop_jkt``).
         """
-        status, answer = self._send(endpoint, client, form, deadline)
+        status, answer = yield from self._send(endpoint, client, form, deadline)
         grant = form["grant_type"]
         token = answer.get("access_token") if answer else None
         if status != 200 or not isinstance(token, str) or not token:
@@ -73,7 +73,7 @@ class TokenEndpoint:
             kept["scope"] = answer["scope"]
         return kept
 
-    def refresh(self, record: Mapping[str, Any], deadline: Deadline) -> dict[str, Any]:
+    def refresh(self, record: Mapping[str, Any], deadline: Deadline) -> Exchanges[dict[str, Any]]:
         """`record` with the tokens its refresh token gets (the refresh token kept when the server
         issues no new one).
         """
@@ -84,14 +84,14 @@ class TokenEndpoint:
         form = {"grant_type": "refresh_token", "refresh_token": str(record["refresh_token"])}
         if record.get("resource"):
             form["resource"] = str(record["resource"])
-        tokens = self.request(endpoint, client, form, deadline)
+        tokens = yield from self.request(endpoint, client, form, deadline)
         if "refresh_token" not in tokens:
             tokens["refresh_token"] = record["refresh_token"]
         return {**record, **tokens}
 
     def _send(
         self, endpoint: str, client: Mapping[str, Any], form: Mapping[str, str], deadline: Deadline
-    ) -> tuple[int, dict[str, Any] | None]:
+    ) -> Exchanges[tuple[int, dict[str, Any] | None]]:
         """POST `form` with the client's authentication (and a DPoP proof, sent again once with
         the server's nonce when it asks for one).
         """
@@ -110,7 +110,7 @@ class TokenEndpoint:
             elif client_id is not None:
                 sent["client_id"] = str(client_id)
             headers = {"DPoP": self._dpop.proof("POST", endpoint)} if self._dpop is not None else None
-            status, answer, answered = self._http.post_with_headers(
+            status, answer, answered = yield from self._http.post(
                 endpoint, deadline, form=sent, auth=auth, headers=headers
             )
             if self._dpop is None:
