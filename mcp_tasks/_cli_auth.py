@@ -9,6 +9,7 @@ import os
 from collections.abc import Callable
 from typing import Any, Literal
 
+from mcp_tasks._cli_hints import oauth_in_cli_terms
 from mcp_tasks._cli_parser import CLIENT_SECRET_ENV, UsageError
 from mcp_tasks._cli_target import kind_of
 from mcp_tasks._errors import OAuthError
@@ -108,7 +109,9 @@ def auth_of(args: argparse.Namespace) -> Any:
             idp_client_id=args.idp_client_id,
             idp_client_secret=_secret_file(args.idp_client_secret_file, "--idp-client-secret-file"),
         )
-    except (ValueError, TypeError, ImportError) as exc:
+    except (ValueError, TypeError) as exc:
+        raise UsageError(oauth_in_cli_terms(str(exc))) from None
+    except ImportError as exc:
         raise UsageError(str(exc)) from None
 
 

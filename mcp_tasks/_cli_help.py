@@ -11,6 +11,7 @@ import re
 import shutil
 import textwrap
 from collections.abc import Iterable
+from typing import Any
 
 __all__ = ["HelpFormatter", "fill", "terminal_width"]
 
@@ -99,7 +100,9 @@ class HelpFormatter(argparse.HelpFormatter):
     epilogs refilled by `fill`, and the usage ``PROG POSITIONALS [options]``.
     """
 
-    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None):
+    def __init__(
+        self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None
+    ) -> None:
         width = terminal_width() if width is None else width
         super().__init__(prog, indent_increment, min(max_help_position, max(width // 3, 12)), width)
 
@@ -118,7 +121,7 @@ class HelpFormatter(argparse.HelpFormatter):
         self,
         usage: str | None,
         actions: Iterable[argparse.Action],
-        groups: Iterable[argparse._MutuallyExclusiveGroup],
+        groups: Iterable[Any],
         prefix: str | None = None,
     ) -> None:
         if usage is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-__all__ = ["HINTS", "in_cli_terms"]
+__all__ = ["HINTS", "OAUTH_FLAGS", "in_cli_terms", "oauth_in_cli_terms"]
 
 Rewrite = Callable[["re.Match[str]"], str]
 
@@ -52,3 +52,32 @@ def in_cli_terms(message: str) -> str:
     for pattern, instead in _COMPILED:
         message = pattern.sub(instead, message)
     return message
+
+
+OAUTH_FLAGS = {
+    "private_key_id": "--private-key-id",
+    "private_key": "--private-key",
+    "client_id": "--client-id",
+    "client_secret": "--client-secret-file",
+    "assertion": "--assertion-file",
+    "id_token": "--id-token-file",
+    "idp_token_endpoint": "--idp-token-endpoint",
+    "idp_client_id": "--idp-client-id",
+    "idp_client_secret": "--idp-client-secret-file",
+    "issuer": "--issuer",
+    "scope": "--scope",
+}
+"""`OAuth`'s options, as the flags of the command that set them."""
+
+_GRANT = re.compile(r"\bgrant='(?P<grant>\w+)'")
+_OPTION = re.compile(r"(?<![\w-])(?P<name>" + "|".join(OAUTH_FLAGS) + r")(?![\w-])=?")
+
+
+def oauth_in_cli_terms(message: str) -> str:
+    """A message about `OAuth`'s options (a ValueError it raised for the flags given) with each
+    option named by its flag: ``grant='jwt_bearer'`` is ``--grant jwt_bearer``, ``client_id`` is
+    ``--client-id``.
+    """
+    message = _GRANT.sub(lambda m: f"--grant {m['grant']}", message)
+    message = message.replace(" (the workload's JWT, or a function)", "")
+    return _OPTION.sub(lambda m: OAUTH_FLAGS[m["name"]], message)

@@ -151,3 +151,21 @@ def test_a_tools_own_error_without_a_task_exits_1_too() -> None:
     assert done.returncode == cli.EXIT_TOOL_ERROR
     assert json.loads(done.stdout)["isError"] is True
     assert "mcp-tasks: Tool 'refuse' reported an error: no such report" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--private-key", "key.pem"], "--private-key authenticates a pre-registered client: pass its --client-id"),
+        (["--grant", "jwt_bearer", "--client-id", "x"], "--grant jwt_bearer and --assertion-file go together"),
+        (
+            ["--grant", "enterprise_managed", "--client-id", "x"],
+            "--grant enterprise_managed needs --id-token-file, --idp-token-endpoint and --client-id",
+        ),
+    ],
+)
+def test_oauth_options_that_do_not_go_together_are_named_by_their_flags(flags: list[str], said: str) -> None:
+    done = run("call", "http://127.0.0.1:9/mcp", "tool", "--oauth", *flags)
+    assert done.returncode == cli.EXIT_USAGE
+    assert f"mcp-tasks: {said}\n" in done.stderr
+    assert not PYTHON_TERMS.search(done.stderr) and "client_id" not in done.stderr, done.stderr
