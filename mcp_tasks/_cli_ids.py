@@ -11,7 +11,7 @@ from typing import TypeVar
 
 from mcp_tasks._redact import short_id
 
-__all__ = ["is_short_form", "matching", "pick", "shown_ids"]
+__all__ = ["ambiguous", "is_short_form", "matching", "pick", "shown_ids"]
 
 T = TypeVar("T")
 
@@ -79,6 +79,11 @@ def pick(wanted: str, items: Sequence[T], id_of: Callable[[T], str], where: str)
         return found[0]
     if not found:
         raise ValueError(f"no task {wanted!r} in {where} (list them with: mcp-tasks tasks)")
-    forms = shown_ids(id_of(item) for item in found)
-    listed = ", ".join(forms[id_of(item)] for item in found)
-    raise ValueError(f"{len(found)} tasks in {where} match {wanted!r}: {listed}; give one of these, or more of the id")
+    raise ValueError(ambiguous(wanted, [id_of(item) for item in found], where))
+
+
+def ambiguous(wanted: str, ids: Sequence[str], where: str) -> str:
+    """What to say when `wanted` matches each of `ids` in `where`: the candidates, in short form."""
+    forms = shown_ids(ids)
+    listed = ", ".join(forms[task_id] for task_id in ids)
+    return f"{len(ids)} tasks in {where} match {wanted!r}: {listed}; give one of these, or more of the id"

@@ -78,7 +78,7 @@ def find_task(store: SqliteTaskStore, wanted: str, endpoint: str | None = None) 
     if exact is not None and endpoint in (None, exact.endpoint):
         return exact
     refs = [ref for ref in store.unfinished() if endpoint in (None, ref.endpoint)]
-    where = f"{store.path}" if endpoint is None else f"{store.path} (on {endpoint})"
+    where = f"{store.path}" if endpoint is None else f"{store.path} (on {shown_endpoint(endpoint)})"
     return pick(wanted, refs, lambda ref: ref.task_id, where)
 
 

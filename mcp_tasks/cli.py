@@ -19,7 +19,7 @@ from typing import Any
 from mcp_tasks._cli_auth import auth_of
 from mcp_tasks._cli_console import Console
 from mcp_tasks._cli_hints import in_cli_terms
-from mcp_tasks._cli_ids import is_short_form, matching, shown_ids
+from mcp_tasks._cli_ids import ambiguous, is_short_form, matching
 from mcp_tasks._cli_parser import UsageError, build_parser
 from mcp_tasks._cli_store import (
     find_task,
@@ -46,7 +46,7 @@ from mcp_tasks._errors import (
 )
 from mcp_tasks._input import InputHandlers
 from mcp_tasks._printable import printable
-from mcp_tasks._redact import redact_ids, short_id
+from mcp_tasks._redact import redact_ids, short_id, shown_endpoint
 from mcp_tasks._status import Status
 from mcp_tasks._store import StoreError
 from mcp_tasks._tasks import await_task, call_tool, cancel_task, get_task, server_supports
@@ -153,17 +153,12 @@ def _full_id(args: argparse.Namespace) -> str:
         if getattr(args, "session", None) is None and found[0].era == "legacy":
             args.session = found[0].session_id
         return found[0].task_id
+    where = f"{store.path} (on {shown_endpoint(args.target)})" if store is not None else ""
     if len(found) > 1:
-        forms = shown_ids(ref.task_id for ref in found)
-        listed = ", ".join(forms[ref.task_id] for ref in found)
-        raise UsageError(
-            f"{len(found)} tasks of {args.target} in {store.path if store else '?'} match {wanted!r}: "
-            f"{listed}; give one of these, or more of the id"
-        )
+        raise UsageError(ambiguous(wanted, [ref.task_id for ref in found], where))
     if is_short_form(wanted):
-        where = f"in {store.path}" if store is not None else "(there is no task store to look it up in)"
         raise UsageError(
-            f"no task of {args.target} matches {wanted!r} {where}: the server needs the whole id "
+            f"no task {wanted!r} in {where or 'a task store (there is none)'}: the server needs the whole id "
             "(mcp-tasks tasks --json shows it)"
         )
     return wanted

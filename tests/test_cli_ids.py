@@ -94,12 +94,13 @@ def test_ids_sharing_a_prefix_are_listed_apart_and_taken_in_short_form(
 
     ambiguous = run("get", alike.url, PREFIX[:8], "--store", store)
     assert ambiguous.returncode == cli.EXIT_USAGE
-    assert f"2 tasks of {alike.url}" in ambiguous.stderr
+    assert f"2 tasks in {store} (on {alike.url}) match" in ambiguous.stderr
     assert f"{short_id(first)}, {short_id(second)}; give one of these, or more of the id" in ambiguous.stderr
     assert "Traceback" not in ambiguous.stderr
     unknown = run("cancel", alike.url, "zzzz…zzzz", "--store", store)
     assert unknown.returncode == cli.EXIT_USAGE
-    assert "no task of" in unknown.stderr and "the server needs the whole id" in unknown.stderr
+    assert f"no task 'zzzz…zzzz' in {store} (on {alike.url})" in unknown.stderr
+    assert "the server needs the whole id" in unknown.stderr
     cancelled = run("cancel", alike.url, short_id(second), "--store", store)  # resolved, then sent to the server
     assert cancelled.returncode == cli.EXIT_ERROR and "tasks/cancel" in cancelled.stderr  # which has no cancel
     # A full id the store does not know goes to the server as it is.
