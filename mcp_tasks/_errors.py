@@ -344,7 +344,8 @@ class ToolError(McpError):
     requests' ``raise_for_status()`` does). `.result` is the CallToolResult as the server sent it,
     `.status` the task's last Status (None for a tool that ran without a task), `.tool` the tool's
     name when the caller gave it. `message` is the tool's own text. Code `INTERNAL_ERROR`, kind
-    ``execution``.
+    ``execution``. (On the server's side, a tool raises `mcp_tasks.server.ToolError` to return
+    such a result.)
     """
 
     def __init__(self, result: dict[str, Any], status: Status | None = None, tool: str | None = None) -> None:
