@@ -28,7 +28,7 @@ becomes a task its id is printed once on stderr, with the command that resumes i
 EPILOG = """\
 exit codes:
   0    success (for call/wait: the tool completed without isError)
-  1    the tool ran and reported an error (isError: true); the result is still printed
+  1    the tool ran and reported an error (isError: true): its text on stderr, the result still printed
   2    usage error: bad arguments, JSON that is not an object, a target that cannot be loaded
   3    the task failed
   4    the task was cancelled
