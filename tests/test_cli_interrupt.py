@@ -122,3 +122,53 @@ def traced_run(cwd: Path, *args: str, exporter: str | None = None) -> subprocess
     return subprocess.run(
         [sys.executable, "-m", "mcp_tasks", *args], capture_output=True, text=True, timeout=120, cwd=cwd, env=env
     )
+
+
+FAKE_OTLP = '''
+"""A stand-in for opentelemetry-exporter-otlp's HTTP span exporter: each span's name to a file."""
+import os
+
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+
+class OTLPSpanExporter(SpanExporter):
+    def export(self, spans):
+        with open(os.environ["FAKE_OTLP_FILE"], "a") as out:
+            out.writelines(span.name + "\\n" for span in spans)
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self):
+        pass
+'''
+
+
+def test_trace_goes_over_otlp_when_its_exporter_is_installed(tmp_path: Path) -> None:
+    (tmp_path / "my_server.py").write_text(SERVER_MODULE)
+    package = tmp_path / "site" / "opentelemetry" / "exporter" / "otlp" / "proto" / "http"
+    package.mkdir(parents=True)
+    (package / "trace_exporter.py").write_text(FAKE_OTLP)
+    exported = tmp_path / "exported.txt"
+    env = {k: v for k, v in os.environ.items() if k != "OTEL_TRACES_EXPORTER"}
+    root = Path(__file__).resolve().parent.parent
+    env.update(PYTHONPATH=f"{root}{os.pathsep}{tmp_path / 'site'}", FAKE_OTLP_FILE=str(exported))
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_tasks", *SHOUT, "--trace"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert spans_in(done.stderr) == []  # not on stderr: over "OTLP"
+    names = exported.read_text().splitlines()  # flushed before the command exited
+    assert "tools/call shout" in names, names
+    console = subprocess.run(
+        [sys.executable, "-m", "mcp_tasks", *SHOUT, "--trace"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={**env, "OTEL_TRACES_EXPORTER": "console"},
+    )
+    assert {span["name"] for span in spans_in(console.stderr)} >= {"tools/call shout"}
