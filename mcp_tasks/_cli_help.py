@@ -131,9 +131,11 @@ class HelpFormatter(argparse.HelpFormatter):
                 commands = any(a.nargs == argparse.PARSER for a in listed)
                 words.insert(0, "[options]") if commands else words.append("[options]")
             usage = " ".join([self._prog, *words])
-            width = self._width - len("usage: ")
-            usage = "\n".join(_wrap(usage, width, "", " " * (len(self._prog) + 1)))
-            usage = usage.replace("\n", "\n" + " " * len("usage: "))
+        else:
+            usage = usage % {"prog": self._prog}
+        width = self._width - len("usage: ")
+        usage = "\n".join(_wrap(usage, width, "", " " * (len(self._prog) + 1)))
+        usage = usage.replace("\n", "\n" + " " * len("usage: "))
         super().add_usage(usage, actions, groups, prefix)
 
 

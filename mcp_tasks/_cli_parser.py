@@ -172,6 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     wait = commands.add_parser(
         "wait",
+        usage="%(prog)s [TARGET] TASK_ID [options]",  # TASK_ID is needed; the TARGET may come from the store
         parents=[common, waits],
         help="wait for a task by id and print its result (no TARGET: the task store says where it runs)",
         description="Wait for a task by id and print its result on stdout. With TASK_ID alone, the task store "

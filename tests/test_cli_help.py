@@ -111,6 +111,9 @@ def test_call_help_puts_the_arguments_first_and_authorization_apart(
 
 def test_the_top_level_usage_and_the_tables_keep_their_shape(helps: dict[tuple[int, str], str]) -> None:
     assert helps[(80, "")].startswith("usage: mcp-tasks [options] COMMAND ...\n")
+    for columns in WIDTHS:
+        usage = " ".join(helps[(columns, "wait")].split("\n\n", 1)[0].split())
+        assert usage == "usage: mcp-tasks wait [TARGET] TASK_ID [options]"
     wide = helps[(200, "call")]
     assert "  http://host:port/mcp   a Streamable HTTP server\n" in wide
     assert re.search(r"\n  8 +no such task: the server does not know the task id \(expired, mistyped,", wide)
