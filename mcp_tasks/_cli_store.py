@@ -1,6 +1,7 @@
-"""The command line's task store: ``--store PATH`` (or ``$MCP_TASKS_STORE``, or the default file),
-``mcp-tasks tasks`` (the unfinished tasks it keeps: a table, a JSON array, or JSON lines) and the
-lookup of a TASK_ID (``mcp-tasks wait TASK_ID``, a short form or prefix with a TARGET).
+"""The command line's task store: ``--store LOCATION`` (a path, ``sqlite:///path`` or a
+``postgresql://`` URL; or ``$MCP_TASKS_STORE``, or the default file), ``mcp-tasks tasks`` (the
+unfinished tasks it keeps: a table, a JSON array, or JSON lines) and the lookup of a TASK_ID
+(``mcp-tasks wait TASK_ID``, a short form or prefix with a TARGET).
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from typing import IO, Any, Literal
 from mcp_tasks._cli_ids import pick, shown_ids
 from mcp_tasks._printable import printable
 from mcp_tasks._redact import shown_endpoint
-from mcp_tasks._store import SqliteTaskStore, TaskRef, default_store_path
+from mcp_tasks._store import TaskRef, TaskStore, default_store_path
+from mcp_tasks._store import open_store as open_location
+from mcp_tasks._store._error import StoreError
 from mcp_tasks._store._sqlite import STORE_ENV
 
 __all__ = [
@@ -28,22 +31,34 @@ __all__ = [
     "names_store",
     "open_store",
     "store_options",
+    "where",
 ]
 
-STORE_HELP = f"the task store file (default: ${STORE_ENV}, else tasks.sqlite3 in your data folder)"
+STORE_HELP = (
+    f"the task store: a file, sqlite:///path or a postgresql:// URL (default: ${STORE_ENV}, else tasks.sqlite3 "
+    "in your data folder)"
+)
 
 
 def add_store_option(parser: argparse.ArgumentParser, what: str = STORE_HELP) -> None:
-    """Add ``--store PATH`` to a command."""
-    parser.add_argument("--store", metavar="PATH", default=None, help=what)
+    """Add ``--store LOCATION`` to a command."""
+    parser.add_argument("--store", metavar="LOCATION", default=None, help=what)
 
 
-def open_store(args: argparse.Namespace) -> SqliteTaskStore:
+def open_store(args: argparse.Namespace) -> TaskStore:
     """The store the command names (``--store``, else ``$MCP_TASKS_STORE``, else the default file)."""
-    return SqliteTaskStore(getattr(args, "store", None))
+    try:
+        return open_location(getattr(args, "store", None))
+    except ValueError as exc:
+        raise StoreError(f"--store: {exc}") from None
 
 
-def named_store(args: argparse.Namespace) -> SqliteTaskStore | None:
+def where(store: TaskStore) -> str:
+    """How messages name `store`: its file, or its server."""
+    return str(getattr(store, "path", None) or getattr(store, "server", None) or store)
+
+
+def named_store(args: argparse.Namespace) -> TaskStore | None:
     """The store the command names with ``--store`` or ``$MCP_TASKS_STORE``; None when it names none."""
     return open_store(args) if names_store(args) else None
 
@@ -53,14 +68,14 @@ def names_store(args: argparse.Namespace) -> bool:
     return getattr(args, "store", None) is not None or bool(os.environ.get(STORE_ENV))
 
 
-def lookup_store(args: argparse.Namespace) -> SqliteTaskStore | None:
+def lookup_store(args: argparse.Namespace) -> TaskStore | None:
     """The store to look a short TASK_ID up in: the one the command names, else the default file
     when there is one (None when there is none: it is not created for a lookup).
     """
     named = named_store(args)
     if named is not None:
         return named
-    return SqliteTaskStore(None) if default_store_path().exists() else None
+    return open_store(args) if default_store_path().exists() else None
 
 
 def store_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -69,7 +84,7 @@ def store_options(args: argparse.Namespace) -> dict[str, Any]:
     return {"store": store} if store is not None else {}
 
 
-def find_task(store: SqliteTaskStore, wanted: str, endpoint: str | None = None) -> TaskRef:
+def find_task(store: TaskStore, wanted: str, endpoint: str | None = None) -> TaskRef:
     """The task kept under `wanted`, or the one unfinished task (of `endpoint`, when given) whose
     id it names in both-ends form (``e294…b175``) or as a prefix; ValueError naming the store,
     and the candidates in short form, otherwise.
@@ -78,8 +93,8 @@ def find_task(store: SqliteTaskStore, wanted: str, endpoint: str | None = None) 
     if exact is not None and endpoint in (None, exact.endpoint):
         return exact
     refs = [ref for ref in store.unfinished() if endpoint in (None, ref.endpoint)]
-    where = f"{store.path}" if endpoint is None else f"{store.path} (on {shown_endpoint(endpoint)})"
-    return pick(wanted, refs, lambda ref: ref.task_id, where)
+    named = where(store) if endpoint is None else f"{where(store)} (on {shown_endpoint(endpoint)})"
+    return pick(wanted, refs, lambda ref: ref.task_id, named)
 
 
 def iso_time(value: float | str | None) -> str | None:
@@ -121,7 +136,7 @@ def _age(seconds: float) -> str:
     return f"{seconds / 86400:.0f}d"
 
 
-def list_tasks(store: SqliteTaskStore, out: IO[str], *, form: Literal["table", "json", "jsonl"] = "table") -> int:
+def list_tasks(store: TaskStore, out: IO[str], *, form: Literal["table", "json", "jsonl"] = "table") -> int:
     """Write the store's unfinished tasks to `out`, oldest first: a table (id in both-ends form,
     tool, endpoint, age, last status), one JSON array (``json``: full ids, times in ISO 8601 UTC),
     or each task's JSON on a line of its own (``jsonl``). Returns how many.
@@ -140,7 +155,7 @@ def list_tasks(store: SqliteTaskStore, out: IO[str], *, form: Literal["table", "
         rows.append(tuple(printable(cell) for cell in cells))
     if form == "table":
         if not rows:
-            out.write(f"no unfinished tasks in {store.path}\n")
+            out.write(f"no unfinished tasks in {where(store)}\n")
             return 0
         rows.insert(0, ("TASK", "TOOL", "ENDPOINT", "AGE", "STATUS"))
         widths = [max(len(row[i]) for row in rows) for i in range(4)]

@@ -29,6 +29,7 @@ from mcp_tasks._cli_store import (
     names_store,
     open_store,
     store_options,
+    where,
 )
 from mcp_tasks._cli_target import check_target, kind_of, load_server
 from mcp_tasks._cli_text import is_no_such_task, task_support, tied_to_command
@@ -153,12 +154,12 @@ def _full_id(args: argparse.Namespace) -> str:
         if getattr(args, "session", None) is None and found[0].era == "legacy":
             args.session = found[0].session_id
         return found[0].task_id
-    where = f"{store.path} (on {shown_endpoint(args.target)})" if store is not None else ""
+    place = f"{where(store)} (on {shown_endpoint(args.target)})" if store is not None else ""
     if len(found) > 1:
-        raise UsageError(ambiguous(wanted, [ref.task_id for ref in found], where))
+        raise UsageError(ambiguous(wanted, [ref.task_id for ref in found], place))
     if is_short_form(wanted):
         raise UsageError(
-            f"no task {wanted!r} in {where or 'a task store (there is none)'}: the server needs the whole id "
+            f"no task {wanted!r} in {place or 'a task store (there is none)'}: the server needs the whole id "
             "(mcp-tasks tasks --json shows it)"
         )
     return wanted
