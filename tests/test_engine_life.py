@@ -11,7 +11,9 @@ the tests' own with no mcp_tasks code (tests/foreign/listen_tasks.py for 2026-07
 - the first terminal status was not final: news that came in a burst overwrote it;
 - one task the server does not know ended the whole set;
 - a listen refused for one bad id halved the ids-per-stream cap for the client's whole life;
-- a str given as the set was waited on character by character.
+- a str given as the set was waited on character by character;
+- a listen stream merged into a new one was closed at once, and what it still had on its way (pushed
+  before the new one was registered) was lost: thread-per-wait listening waited for safety reads.
 
 The tests synchronise on what the servers journal and on events, never on sleeps; the few
 timeouts are fail-safes, never asserted bounds.
@@ -27,6 +29,7 @@ from typing import Any
 import pytest
 
 import mcp_tasks as mt
+from mcp_tasks._tasks import _news
 from tests.conftest import Background
 from tests.foreign.listen_tasks import ListenTasksServer
 from tests.test_issue15_regressions import TRANSPORTS as LEGACY_TRANSPORTS
@@ -303,3 +306,28 @@ def test_one_task_given_as_the_set_is_a_type_error(
             with pytest.raises(TypeError, match="wait_task"):
                 wait(client, task, timeout=5)  # type: ignore[arg-type]
         assert server.journal.events(lambda e: e.get("rpc") == "tasks/get", after=mark) == []
+
+
+def test_what_a_merged_stream_still_brings_is_news(
+    listen_server: Callable[..., ListenTasksServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second wait's task merges the first one's stream into a new stream; the server pushes the
+    first task's completion on the old stream only, after the new one's acknowledgement (when the
+    new task is read). Before: the old stream was closed at once and its late news ignored, so the
+    first wait slept to its safety read (10 poll intervals: here 6,000 s)."""
+    monkeypatch.setattr(_news, "LINGER", FAILSAFE)  # the old stream is read until it has caught up
+    server = listen_server(poll_ms=LONG_POLL_MS, complete_on_listen=10_000, late_push=True)
+    client = mt.Client.http(server.url, timeout=10)
+    first, second = job(client), job(client)
+    try:
+        first_wait = Background(lambda: mt.await_task(client, first, timeout=FAILSAFE, listen=True))
+        read_once(server, first)  # on a stream of its own, caught up
+        second_wait = Background(lambda: mt.await_task(client, second, timeout=None, listen=True))
+        assert first_wait.result(FAILSAFE)["content"][0]["text"] == f"done {first.task_id[:4]}"
+        listens = server.journal.events(lambda e: e.get("rpc") == "subscriptions/listen")
+        asked = [set(e["params"]["notifications"]["taskIds"]) for e in listens]
+        assert asked == [{first.task_id}, {first.task_id, second.task_id}]  # merged
+    finally:
+        client.close()
+    with pytest.raises(mt.TransportError):
+        second_wait.result(FAILSAFE)
