@@ -66,8 +66,10 @@ class Stream:
         self.early: list[Event] = []  # events that came between its acknowledgement and then
 
 
-LINGER = 1.0
-"""Seconds at most a stream merged into a new one is still read (see `Linger`)."""
+LINGER = 0.25
+"""Seconds at most a stream merged into a new one is still read (see `Linger`): as long as the
+watch gathers new ids before a merge (_streams.MERGE_GATHER), so that lingering holds no merge back.
+"""
 
 
 class Linger:

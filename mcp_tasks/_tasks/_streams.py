@@ -82,11 +82,14 @@ class Streams:
     # -- the manager thread -------------------------------------------------------------------
 
     def _manage(self) -> None:
+        noticed: float | None = None  # when the ids to place were first seen (a linger may hold them)
         while not self._stop.is_set():
             with self.changed:
                 self._end_lingering()
                 closing, self._closing = self._closing, []
                 placing = self._may_place()
+                if self._unplaced and noticed is None:
+                    noticed = time.monotonic()
                 if not closing and not placing and not self._catch.due:
                     if not self._stop.is_set():  # read under the lock: `close` notifies under it
                         wait_condition(self.changed, min((x.until for x in self._lingering), default=None))
@@ -95,7 +98,9 @@ class Streams:
             if not placing:
                 self._catch_up()
                 continue
-            self._stop.wait(GATHER if len(self._streams) < MAX_STREAMS else MERGE_GATHER)
+            gather = GATHER if len(self._streams) < MAX_STREAMS else MERGE_GATHER
+            self._stop.wait(max((noticed or 0.0) + gather - time.monotonic(), 0.0))  # (gathered while one lingered)
+            noticed = None
             with self.changed:
                 batch = set(self._unplaced)
                 self._unplaced.clear()
