@@ -3,7 +3,9 @@ answers (over HTTP: one that accepts and never answers, one that trickles its he
 trickles its body), a server just as slow to take the ``notifications/cancelled`` that tells it the
 request was abandoned; over HTTP also against a name lookup that hangs (a resolver stand-in in
 place of ``socket.getaddrinfo`` for one name) and through a proxy that trickles (a plain HTTP
-proxy, and a ``CONNECT`` tunnel for an https URL); and how soon `_thread.interrupt_main()`
+proxy, and a ``CONNECT`` tunnel for an https URL), and with `mt.OAuth` against an authorization
+server whose metadata endpoint, token endpoint or identity provider trickles (each call runs the
+flow anew: the MCP server's 401, discovery, then the endpoint that trickles); and how soon `_thread.interrupt_main()`
 reaches a waiting main thread. Not a test: it prints p50, p95 and max of the overshoot (the goal:
 within timeout + 0.1 s).
 
@@ -27,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import mcp_tasks as mt
 from tests.foreign.stalled_http import StalledServer
+from tests.foreign.trickling_oauth import TricklingOAuth
 from tests.foreign.trickling_proxy import TricklingProxy
 
 HANGS = "hangs.test"
@@ -130,10 +133,28 @@ def edges(t: float, runs: int) -> None:
                 report(f"http request ({scheme} proxy trickles)", calls)
 
 
+def oauth(t: float, runs: int) -> None:
+    """An OAuth flow whose metadata endpoint, token endpoint or identity provider trickles."""
+    for trickles in ("metadata", "token", "idp"):
+        with TricklingOAuth(trickles) as realm:
+            if trickles == "idp":
+                auth = mt.OAuth(
+                    grant="enterprise_managed",
+                    client_id="backend",
+                    id_token="header.id-token.signature",
+                    idp_token_endpoint=f"{realm.base}/idp/token",
+                )
+            else:
+                auth = mt.OAuth(client_id="backend", client_secret="s", grant="client_credentials", issuer=realm.issuer)
+            with mt.Client.http(realm.url, auth=auth, retries=0, protocol="2026-07-28") as client:
+                calls = overshoot(lambda: client.request("tools/list", timeout=t), t, runs)
+                report(f"http request (oauth {trickles} trickles)", calls)
+
+
 def report(name: str, values: list[float]) -> None:
     ms = sorted(v * 1000 for v in values)
     p95 = ms[min(len(ms) - 1, round(0.95 * (len(ms) - 1)))]
-    print(f"{name:<34} p50 {statistics.median(ms):7.1f} ms   p95 {p95:7.1f} ms   max {ms[-1]:7.1f} ms")
+    print(f"{name:<40} p50 {statistics.median(ms):7.1f} ms   p95 {p95:7.1f} ms   max {ms[-1]:7.1f} ms")
 
 
 def main() -> None:
@@ -166,6 +187,7 @@ def main() -> None:
             waited = overshoot(lambda: mt.await_task(client, "t", timeout=t), t, args.runs)
             report(f"http await_task ({mode})", waited)
     edges(t, args.runs)
+    oauth(t, args.runs)
     stdio = ["-c", "import sys\nfor _ in sys.stdin: pass"]
     with mt.Client.stdio(sys.executable, stdio, protocol="2026-07-28") as client:
         report("stdio request", overshoot(lambda: client.request("tools/list", timeout=t), t, args.runs))

@@ -45,6 +45,7 @@ from mcp_tasks._errors import (
     SessionExpired,
     TransportError,
     name_request,
+    redact_request,
 )
 from mcp_tasks._input import NoHandler, answer_all
 from mcp_tasks._options import ClientSettings
@@ -318,10 +319,18 @@ class Channel:
         listen_id = self._next_id()
         body = self.tracing.inject({"notifications": dict(notifications), "_meta": self._meta_of(None, meta)})
         log.debug("-> subscriptions/listen #%s", listen_id)
-        stream = self.transport.open_stream(request(listen_id, "subscriptions/listen", body), deadline)
+        try:
+            stream = self.transport.open_stream(request(listen_id, "subscriptions/listen", body), deadline)
+        except McpError as exc:
+            redact_request(exc, notifications)  # a refusal may quote the ids
+            raise
         subscription = Subscription(stream, listen_id, max_buffer=max_buffer, overflow=overflow, sink=sink)
         try:
             subscription.wait_acknowledged(deadline)
+        except McpError as exc:
+            subscription.close()
+            redact_request(exc, notifications)
+            raise
         except BaseException:
             subscription.close()
             raise
@@ -483,6 +492,7 @@ class Channel:
                 raise malformed(f"The server answered {method} with another request's id", response)
             return decode_response(response)
         except McpError as exc:
+            redact_request(exc, params)
             name_request(exc, method)
             raise
         finally:

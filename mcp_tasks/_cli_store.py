@@ -9,6 +9,8 @@ import os
 import time
 from typing import IO, Any
 
+from mcp_tasks._printable import printable
+from mcp_tasks._redact import shown_endpoint
 from mcp_tasks._store import SqliteTaskStore, TaskRef
 from mcp_tasks._store._sqlite import STORE_ENV
 
@@ -79,7 +81,14 @@ def list_tasks(store: SqliteTaskStore, out: IO[str], *, as_json: bool) -> int:
             out.write(ref.to_json() + "\n")
             continue
         status = ref.last_status.wire_status if ref.last_status is not None else "-"
-        rows.append((ref.task_id[:PREFIX] + "…", ref.tool or "-", ref.endpoint, _age(now - ref.created_at), status))
+        cells = (
+            ref.task_id[:PREFIX] + "…",
+            ref.tool or "-",
+            shown_endpoint(ref.endpoint),
+            _age(now - ref.created_at),
+            status,
+        )
+        rows.append(tuple(printable(cell) for cell in cells))
     if not as_json:
         if not rows:
             out.write(f"no unfinished tasks in {store.path}\n")

@@ -3,7 +3,8 @@ table for notebooks, and `StatusDisplay`, a ready ``on_status`` that keeps one l
 notebook output) up to date.
 
 IPython is used only when it is already imported (a notebook or an IPython shell); it is never a
-dependency. Task and session ids appear only in their short forms, even inside a server's text.
+dependency. Task and session ids appear only in their short forms, even inside a server's text,
+and a server's text is shown through `printable` (control and escape characters as escapes).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any
 
+from mcp_tasks._printable import printable
 from mcp_tasks._redact import redact_ids, short_id
 from mcp_tasks._threads import start_thread
 
@@ -41,12 +43,13 @@ TICK = 1.0
 
 
 def _redact(status: Status, text: str) -> str:
-    return redact_ids(text, status.task_id, status.session_id)
+    return printable(redact_ids(text, status.task_id, status.session_id))
 
 
 def _payload(status: Status) -> str | None:
     if status.input_requests:
-        return "input requests: " + ", ".join(repr(_redact(status, k)) for k in sorted(status.input_requests))
+        keys = sorted(status.input_requests)
+        return "input requests: " + ", ".join(repr(redact_ids(k, status.task_id, status.session_id)) for k in keys)
     if status.result is not None:
         blocks = status.result.get("content")
         count = len(blocks) if isinstance(blocks, list) else 0
@@ -89,10 +92,10 @@ def status_line(status: Status, elapsed: float | None = None) -> str:
 
 def clip(text: str, columns: int) -> str:
     """`text` on one line of a terminal `columns` wide: control characters (a server's newlines,
-    tabs, escapes) become spaces, wide characters count twice, and what does not fit is cut with
+    tabs, escapes) are shown as escapes (`printable`), wide characters count twice, and what does not fit is cut with
     an ellipsis, so the line never wraps (the last column is left free: some terminals wrap there).
     """
-    flat = "".join(" " if unicodedata.category(ch) == "Cc" else ch for ch in text)
+    flat = printable(text)
     room = max(columns - 1, 1)
     width, cut = 0, None
     for index, ch in enumerate(flat):
@@ -119,7 +122,7 @@ def error_rows(error: BaseException) -> list[tuple[str, str]]:
     """What a display shows of an error: its message, code and kind, and its task if it has one."""
     status = getattr(error, "status", None)
     message = str(error)
-    rows = [("message", _redact(status, message) if status is not None else message)]
+    rows = [("message", _redact(status, message) if status is not None else printable(message))]
     code = getattr(error, "code", None)
     if code is not None:
         rows.append(("code", str(code)))

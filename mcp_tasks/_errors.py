@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mcp_tasks._redact import redact_ids, short_id
+from mcp_tasks._redact import ids_in, redact_ids, redact_server_text, short_id
 
 if TYPE_CHECKING:
     from mcp_tasks._status import Status
@@ -66,6 +66,7 @@ __all__ = [
     "TransportError",
     "kind_for_code",
     "name_request",
+    "redact_request",
     "seconds",
 ]
 
@@ -379,6 +380,17 @@ def name_request(error: McpError, method: str) -> None:
         _reword(error, f"{error.message}: the server has no method {method!r}")
     elif isinstance(error, RequestTimeout):
         _reword(error, f"{method}: {error.message}")
+
+
+def redact_request(error: McpError, params: object) -> None:
+    """Make an error answering a request that names tasks (``taskId``, a listen's ``taskIds``)
+    show them only in their short forms, however the server's message quotes them.
+    """
+    ids = ids_in(params)
+    if ids:
+        message = redact_server_text(error.message, *ids)
+        if message != error.message:
+            _reword(error, message)
 
 
 def _reword(error: McpError, message: str) -> None:

@@ -91,6 +91,11 @@ class ClientOptions(TypedDict, total=False):
     - `store`: a `TaskStore` that records every task the client creates and every status it reads.
     - `trace`: True makes OpenTelemetry spans of requests and task waits, with the global tracer
       provider (needs ``mcp_tasks[otel]``); `tracer_provider`: trace with this provider instead.
+      A traced client sends the W3C trace context (``traceparent``, ``tracestate``) in each
+      request's ``_meta``, and nothing else of the caller's context.
+    - `propagate_baggage`: True sends the caller's W3C baggage (``baggage``) too, to every server
+      the client talks to; off by default, since baggage often holds what a third party's server
+      should not see (user ids, tenants). Needs `trace` or `tracer_provider`.
     """
 
     client_capabilities: Mapping[str, Any] | None
@@ -104,6 +109,7 @@ class ClientOptions(TypedDict, total=False):
     store: TaskStore | None
     trace: bool
     tracer_provider: TracerProvider | None
+    propagate_baggage: bool
 
 
 def _mapping(name: str, value: object) -> dict[str, Any] | None:
@@ -160,6 +166,12 @@ def _trace(value: object) -> bool:
     return value
 
 
+def _baggage(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"propagate_baggage must be True or False, got {value!r}")
+    return value
+
+
 def _provider(value: object) -> Any:
     if value is not None and not callable(getattr(value, "get_tracer", None)):
         raise TypeError(f"tracer_provider must be an OpenTelemetry TracerProvider or None, got {type(value).__name__}")
@@ -181,8 +193,11 @@ class ClientSettings:
     store: TaskStore | None = attrs.field(default=None, converter=_store)
     trace: bool = attrs.field(default=False, converter=_trace)
     tracer_provider: TracerProvider | None = attrs.field(default=None, converter=_provider)
+    propagate_baggage: bool = attrs.field(default=False, converter=_baggage)
 
     def __attrs_post_init__(self) -> None:
+        if self.propagate_baggage and not self.tracing:
+            raise TypeError("propagate_baggage=True needs a traced client: trace=True or a tracer_provider")
         if self.tracing:
             from mcp_tasks._trace_hook import require_tracing
 

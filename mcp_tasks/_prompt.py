@@ -2,7 +2,11 @@
 
 A form elicitation is asked field by field, following its schema (types, enums, defaults, required,
 bounds, formats), each answer checked and asked again until it is valid; a URL elicitation is shown
-as a link to open. Questions go through a `Prompter`: the default one asks in a notebook through the
+as a link to open, with its host on a line of its own, when it is one a person may safely open
+(see `mcp_tasks._printable.link_to_open`); any other is declined, and the person told why. Every
+text of the server's (message, titles, labels, defaults, the URL) is shown through `printable`:
+control, escape and bidirectional-formatting characters appear as escapes, never interpreted.
+Questions go through a `Prompter`: the default one asks in a notebook through the
 kernel's ``input()`` (ipykernel replaces ``builtins.input`` while a cell runs), and elsewhere writes
 to stderr and reads a line from stdin, so stdout stays the program's own. The command line uses the
 same code with its own prompter.
@@ -19,6 +23,7 @@ import urllib.parse
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from mcp_tasks._errors import InputError
+from mcp_tasks._printable import link_to_open, printable
 
 if TYPE_CHECKING:
     from mcp_tasks._input import Handler
@@ -234,7 +239,7 @@ def _ask_field(prompter: Prompter, name: str, spec: dict[str, Any], required: bo
     else:
         empty = "empty to decline" if required else "empty to skip"
     while True:
-        raw = prompter.ask(f"  {title} [{_hint(spec)}] ({empty}): ", name).strip()
+        raw = prompter.ask(printable(f"  {title} [{_hint(spec)}] ({empty}): "), name).strip()
         if not raw:
             if has_default:
                 return spec["default"]
@@ -244,7 +249,7 @@ def _ask_field(prompter: Prompter, name: str, spec: dict[str, Any], required: bo
         try:
             return _convert(raw, spec)
         except ValueError as exc:
-            prompter.say("retry", f"  {exc}; try again", field=name)
+            prompter.say("retry", printable(f"  {exc}; try again"), field=name)
 
 
 def ask_form(prompter: Prompter, params: dict[str, Any]) -> dict[str, Any]:
@@ -252,7 +257,7 @@ def ask_form(prompter: Prompter, params: dict[str, Any]) -> dict[str, Any]:
     decline when a required field is left empty.
     """
     message = params.get("message")
-    shown = message if isinstance(message, str) else "(no message)"
+    shown = printable(message, newlines=True) if isinstance(message, str) else "(no message)"
     prompter.say("input", f"The server asks: {shown}", message=message)
     schema = params.get("requestedSchema")
     schema = schema if isinstance(schema, dict) else {}
@@ -272,17 +277,22 @@ def ask_form(prompter: Prompter, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def ask_url(prompter: Prompter, params: dict[str, Any]) -> dict[str, Any]:
-    """Answer a URL elicitation: show the link to open, and accept once the person says it is
-    done (or decline).
+    """Answer a URL elicitation: show the link to open and its host, and accept once the person
+    says it is done (or decline). A link `link_to_open` refuses is declined, and the person told why.
     """
     url = params.get("url")
     if not isinstance(url, str) or not url:
         raise InputError("the URL elicitation has no url to open")
     message = params.get("message")
-    text = f"The server asks you to open this link: {url}"
-    if isinstance(message, str) and message:
-        text = f"The server asks: {message}\n  Open this link: {url}"
-    prompter.say("input", text, message=message, url=url)
+    asks = f"The server asks: {printable(message)}\n  " if isinstance(message, str) and message else ""
+    try:
+        link, host = link_to_open(url)
+    except ValueError as exc:
+        text = f"{asks}The server's link is not offered here: {exc}. Declined."
+        prompter.say("refused", text, message=message, url=url)
+        return {"action": "decline"}
+    text = f"{asks}Open this link: {link}" if asks else f"The server asks you to open this link: {link}"
+    prompter.say("input", f"{text}\n  Host: {host}", message=message, url=url)
     while True:
         raw = prompter.ask("  Press Enter once done there, or type n to decline: ", "url").strip().lower()
         if raw in ("", *_YES):

@@ -3,7 +3,9 @@ client module that imports OpenTelemetry, and only when a traced client is made.
 
 Each request is a CLIENT span named as the MCP semantic conventions say (``{mcp.method.name}
 {target}``: the tool name for ``tools/call``, nothing else), with their attributes, its retries as
-events, and the trace context in ``params._meta`` (SEP-414) through the global propagator. A task's
+events, and the W3C trace context (``traceparent``, ``tracestate``) in ``params._meta`` (SEP-414),
+whatever the global propagator; the caller's W3C ``baggage`` only with ``propagate_baggage=True``
+(baggage often holds user or tenant ids, and a server may be a third party's). A task's
 wait is one span for the task's life, the parent of its requests: an event per status change and
 per input round, its status from the outcome, linked to the ``tools/call`` that created the task
 (in another process: to the trace context a task store kept of that call, ``mcp.task.resumed``).
@@ -21,7 +23,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, cast
 
 from opentelemetry import context as otel_context
-from opentelemetry import propagate, trace
+from opentelemetry import trace
+from opentelemetry.baggage.propagation import W3CBaggagePropagator
 from opentelemetry.trace import Link, Span, SpanContext, SpanKind, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
@@ -45,7 +48,10 @@ TRACER_NAME = "mcp_tasks"
 REMEMBERED = 1024
 """How many task-creating ``tools/call`` spans a channel remembers, for the waits to link to."""
 W3C = TraceContextTextMapPropagator()
-"""What a store keeps of a creating call, whatever the global propagator: the W3C headers only."""
+"""What a request carries and a store keeps of a creating call, whatever the global propagator:
+the W3C trace context only."""
+BAGGAGE = W3CBaggagePropagator()
+"""The caller's W3C baggage, for a client told to propagate it (``propagate_baggage=True``)."""
 OUTCOME_ERRORS = {TaskState.FAILED: "task_failed", TaskState.CANCELLED: "task_cancelled"}
 
 
@@ -158,7 +164,9 @@ class ChannelTracing(Tracing):
 
     def inject(self, params: dict[str, Any]) -> dict[str, Any]:
         carrier: dict[str, str] = {}
-        propagate.inject(carrier)
+        W3C.inject(carrier)
+        if self.channel.settings.propagate_baggage:
+            BAGGAGE.inject(carrier)
         if not carrier:
             return params
         meta = params.get("_meta")

@@ -41,8 +41,9 @@ from mcp_tasks._errors import (
     seconds,
 )
 from mcp_tasks._input import InputHandlers
+from mcp_tasks._printable import json_text, printable
 from mcp_tasks._prompt import read_answer
-from mcp_tasks._redact import short_id
+from mcp_tasks._redact import redact_ids, short_id
 from mcp_tasks._status import Status
 from mcp_tasks._store import StoreError
 from mcp_tasks._tasks import DEFAULT_POLL_INTERVAL, await_task, call_tool, cancel_task, get_task, server_supports
@@ -499,17 +500,16 @@ class Console:
 
     def result(self, value: Any) -> None:
         self.display.suspend()
-        text = json.dumps(value, ensure_ascii=False) if self.json else json.dumps(value, indent=2, ensure_ascii=False)
-        sys.stdout.write(text + "\n")
+        sys.stdout.write(json_text(value, indent=None if self.json else 2) + "\n")
         sys.stdout.flush()
 
     def event(self, event: str, text: str, **fields: Any) -> None:
         self.display.suspend()
         if self.json:
             line = {"event": event, **fields}
-            sys.stderr.write(json.dumps(line, ensure_ascii=False) + "\n")
+            sys.stderr.write(json_text(line) + "\n")
         else:
-            sys.stderr.write(text + "\n")
+            sys.stderr.write(printable(text, newlines=True) + "\n")
         sys.stderr.flush()
 
     def status(self, status: Status) -> None:
@@ -517,7 +517,7 @@ class Console:
             fields = {"status": status.wire_status, "elapsed": round(time.monotonic() - self.started, 3)}
             if status.status_message:
                 fields["statusMessage"] = status.status_message
-            sys.stderr.write(json.dumps({"event": "status", **fields}, ensure_ascii=False) + "\n")
+            sys.stderr.write(json_text({"event": "status", **fields}) + "\n")
             sys.stderr.flush()
         else:
             self.display(status)
@@ -530,8 +530,8 @@ class Console:
         """One line from stdin, the prompt on stderr (so stdout stays the result alone)."""
         self.display.suspend()
         if not self.json:
-            return read_answer(prompt, sys.stdin, sys.stderr)
-        sys.stderr.write(json.dumps({"event": "prompt", "field": field, "prompt": prompt.strip()}) + "\n")
+            return read_answer(printable(prompt), sys.stdin, sys.stderr)
+        sys.stderr.write(json_text({"event": "prompt", "field": field, "prompt": prompt.strip()}) + "\n")
         sys.stderr.flush()
         line = sys.stdin.readline()
         if not line:
@@ -602,7 +602,7 @@ def _call(args: argparse.Namespace, client: Client, console: Console, state: dic
     if args.no_wait:
         note = "" if "session" not in state else f"\n{_resume_hint(args, state)}"
         console.event("task", f"Task created: {called.task_id}{note}", **fields)
-        sys.stdout.write(called.task_id + "\n")
+        sys.stdout.write(printable(called.task_id) + "\n")  # a hostile id cannot drive the terminal
         return EXIT_OK
     console.event("task", f"Task created: {called.task_id}\n{_resume_hint(args, state)}", **fields)
     return _wait(args, client, console, called, state)
@@ -618,7 +618,7 @@ def _tools(client: Client, console: Console) -> int:
     for tool in listed:
         description = (tool.get("description") or "").strip().splitlines()
         line = f"{str(tool.get('name')).ljust(width)}  tasks: {task_support(era, offers, tool)}"
-        sys.stdout.write(line + (f"  {description[0]}" if description else "") + "\n")
+        sys.stdout.write(printable(line + (f"  {description[0]}" if description else "")) + "\n")
     return EXIT_OK
 
 
@@ -658,7 +658,7 @@ def _fail(console: Console, exit_code: int, message: str, debug: bool, **fields:
     if debug:
         console.display.suspend()
         traceback.print_exc()
-    console.event("error", f"mcp-tasks: {message}", exit=exit_code, message=message, **fields)
+    console.event("error", f"mcp-tasks: {printable(message)}", exit=exit_code, message=message, **fields)
     return exit_code
 
 
@@ -715,12 +715,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (TaskFailed, TaskCancelled, InputRequired) as exc:
         return _fail(console, _outcome_code(exc), str(exc), debug)
     except McpError as exc:
+        said = redact_ids(str(exc), state.get("task_id"))  # the server's text may quote the id
         if "task_id" in state and is_no_such_task(exc):
             message = (
                 f"no such task {short_id(state['task_id'])} on this server (expired, mistyped, or another session's)"
             )
-            return _fail(console, EXIT_NO_TASK, f"{message}: {exc} (error {exc.code})", debug, code=exc.code)
-        return _fail(console, _outcome_code(exc), f"{exc} (error {exc.code})", debug, code=exc.code)
+            return _fail(console, EXIT_NO_TASK, f"{message}: {said} (error {exc.code})", debug, code=exc.code)
+        return _fail(console, _outcome_code(exc), f"{said} (error {exc.code})", debug, code=exc.code)
     except (InvalidStatus, TypeError, ValueError) as exc:
         return _fail(console, EXIT_USAGE, str(exc), debug)
     except StoreError as exc:

@@ -16,7 +16,8 @@ from mcp_tasks._store import holder_gone
 class MemoryTaskStore:
     """Every method under one lock; nothing survives the process."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, lease_ttl: float = 15.0) -> None:
+        self.lease_ttl = lease_ttl
         self._lock = threading.Lock()
         self._refs: dict[str, mt.TaskRef] = {}
         self._answers: dict[str, dict[str, tuple[Any, bool]]] = {}
@@ -46,13 +47,21 @@ class MemoryTaskStore:
             self._answers.pop(task_id, None)
             self._leases.pop(task_id, None)
 
-    def write_answers(self, task_id: str, answers: Mapping[str, Any]) -> None:
+    def _fence(self, task_id: str, holder: str | None) -> None:
+        """A fenced write refused, under the lock that makes the write (StoreError)."""
+        current = self._leases.get(task_id)
+        if holder is not None and (current is None or current[0] != holder or current[1] <= time.time()):
+            raise mt.StoreError(f"task {task_id[:4]}…: {holder} does not hold its lease in memory")
+
+    def write_answers(self, task_id: str, answers: Mapping[str, Any], *, holder: str | None = None) -> None:
         with self._lock:
+            self._fence(task_id, holder)
             kept = self._answers.setdefault(task_id, {})
             kept.update({key: (value, False) for key, value in answers.items()})
 
-    def acknowledge(self, task_id: str, keys: Iterable[str]) -> None:
+    def acknowledge(self, task_id: str, keys: Iterable[str], *, holder: str | None = None) -> None:
         with self._lock:
+            self._fence(task_id, holder)
             kept = self._answers.get(task_id, {})
             for key in keys:
                 if key in kept:
@@ -63,14 +72,35 @@ class MemoryTaskStore:
             kept = self._answers.get(task_id, {})
             return {key: value for key, (value, acked) in sorted(kept.items()) if not acked}
 
+    def _taken(self, task_id: str, holder: str, now: float) -> bool:
+        """Whether another holder, alive, holds the task's lease now."""
+        current = self._leases.get(task_id)
+        return current is not None and current[0] != holder and current[1] > now and not holder_gone(current[0])
+
     def acquire(self, task_id: str, holder: str, ttl: float) -> bool:
         with self._lock:
             now = time.time()
-            current = self._leases.get(task_id)
-            if current is not None and current[0] != holder and current[1] > now and not holder_gone(current[0]):
+            if self._taken(task_id, holder, now):
                 return False
             self._leases[task_id] = (holder, now + ttl)
             return True
+
+    def claim(self, holder: str, ttl: float, limit: int) -> list[mt.TaskRef]:
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise ValueError(f"limit must be a whole number, 0 or more, got {limit!r}")
+        with self._lock:
+            now = time.time()
+            refs = sorted((r for r in self._refs.values() if not r.finished), key=lambda r: (r.created_at, r.task_id))
+            taken: list[mt.TaskRef] = []
+            for ref in refs:
+                if len(taken) == limit:
+                    break
+                current = self._leases.get(ref.task_id)
+                mine = current is not None and current[0] == holder and current[1] > now
+                if not mine and not self._taken(ref.task_id, holder, now):
+                    self._leases[ref.task_id] = (holder, now + ttl)
+                    taken.append(ref)
+            return taken
 
     def renew(self, task_id: str, holder: str, ttl: float) -> bool:
         with self._lock:

@@ -95,3 +95,15 @@ def test_resume_from_python(http_url: str, tmp_path: Path) -> None:
         mt.resume("no-such-task", store=store)
     with pytest.raises(TypeError):
         mt.resume(42)  # type: ignore[arg-type]
+
+
+def test_the_listing_shows_endpoints_without_their_query_or_userinfo(tmp_path: Path) -> None:
+    store = tmp_path / "tasks.sqlite3"
+    secret = "https://ada:hunter2@tasks.example:8443/mcp?api_key=sk-live-0123456789#frag"
+    mt.SqliteTaskStore(store).record(mt.TaskRef(secret, "task-0123456789abcdef", tool="export"))
+    listed = run("tasks", "--store", str(store))
+    assert listed.returncode == 0, listed.stderr
+    assert "https://tasks.example:8443/mcp" in listed.stdout
+    for hidden in ("hunter2", "ada", "api_key", "sk-live", "frag"):
+        assert hidden not in listed.stdout
+    assert secret in run("tasks", "--json", "--store", str(store)).stdout  # whole where it is data

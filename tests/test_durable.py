@@ -19,7 +19,7 @@ import pytest
 
 import mcp_tasks as mt
 from mcp_tasks._store import new_holder, store_deadline
-from tests.conftest import ROOT, STDIO_SERVER, Harness, accept_form, release
+from tests.conftest import ROOT, STDIO_SERVER, Background, Harness, accept_form, release
 from tests.foreign.modern_http_tasks import ModernHttpTasksServer
 from tests.memory_store import MemoryTaskStore
 
@@ -34,14 +34,14 @@ class Spy(MemoryTaskStore):
         self.journal = journal if journal is not None else []
         self.refused = threading.Event()
 
-    def write_answers(self, task_id: str, answers: Mapping[str, Any]) -> None:
+    def write_answers(self, task_id: str, answers: Mapping[str, Any], *, holder: str | None = None) -> None:
         self.journal.append(f"write {sorted(answers)}")
-        super().write_answers(task_id, answers)
+        super().write_answers(task_id, answers, holder=holder)
 
-    def acknowledge(self, task_id: str, keys: Iterable[str]) -> None:
+    def acknowledge(self, task_id: str, keys: Iterable[str], *, holder: str | None = None) -> None:
         keys = list(keys)
         self.journal.append(f"ack {sorted(keys)}")
-        super().acknowledge(task_id, keys)
+        super().acknowledge(task_id, keys, holder=holder)
 
     def acquire(self, task_id: str, holder: str, ttl: float) -> bool:
         taken = super().acquire(task_id, holder, ttl)
@@ -268,7 +268,7 @@ def test_contract_helpers_are_importable() -> None:
     sys.path.insert(0, str(ROOT))
     from tests.test_store import contract_tests
 
-    assert len(contract_tests()) == 6
+    assert len(contract_tests()) == 9
 
 
 # -- a busy store and the wait's deadline ----------------------------------------------------------
@@ -312,6 +312,32 @@ def test_a_wait_on_a_busy_store_ends_at_its_deadline(
             other.close()
     said = [record.getMessage() for record in caplog.records]
     assert any(str(store.path) in text and "deadline" in text for text in said)
+
+
+def test_a_task_that_ends_while_the_store_is_locked_is_no_timeout(
+    foreign: ModernHttpTasksServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A status write is best effort: it waits for a locked store a short while of its own, not
+    for the whole of the wait's deadline."""
+    store = mt.SqliteTaskStore(tmp_path / "tasks.sqlite3", busy_timeout=600)
+    with mt.Client.http(foreign.url, store=store) as client:
+        task = mt.call_tool(client, "hold")
+        assert isinstance(task, mt.Status)
+        other = _lock(store)
+        try:
+            mark = foreign.journal.mark()
+            waiting = Background(lambda: mt.wait_task(client, task, timeout=600, poll_interval=0.05))
+            foreign.journal.wait_for(lambda e: e.get("rpc") == "tasks/get", after=mark, what="a poll")
+            foreign.tasks[task.task_id] = {"tool": "ask", "mode": None, "answer": {"action": "accept"}}  # it ends
+            with caplog.at_level("WARNING", logger="mcp_tasks"):
+                status = waiting.result(timeout=600)
+            assert status.status is mt.TaskState.COMPLETED
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+    kept = store.get(task.task_id)
+    assert kept is not None and kept.last_status is not None and not kept.finished  # its end went unrecorded
+    assert any("could not record its status" in record.getMessage() for record in caplog.records)
 
 
 def test_a_wait_with_input_return_on_a_task_leased_elsewhere_returns_the_status(

@@ -17,6 +17,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 import mcp_tasks as mt
+from mcp_tasks._oauth.jose import load_private_key
 from tests.oauth_realm import Realm, read_jwt
 from tests.test_oauth import CALL, Person, oauth, post
 
@@ -176,8 +177,7 @@ def test_without_the_extra_the_error_names_it(monkeypatch: pytest.MonkeyPatch) -
 def test_the_realm_checks_what_it_is_sent() -> None:
     """The realm's own JWT reader refuses a forged signature (so the tests above can fail)."""
     pem, public = new_key()
-    auth = mt.OAuth(client_id="c", private_key=pem, grant="client_credentials")
-    token = auth._signing_key.sign({}, {"iss": "c"})  # type: ignore[union-attr]
+    token = load_private_key(pem).sign({}, {"iss": "c"})
     assert read_jwt(token, public)[1] == {"iss": "c"}
     header, claims, _ = token.split(".")
     with pytest.raises(ValueError, match="verify"):

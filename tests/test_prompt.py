@@ -129,7 +129,10 @@ def test_a_url_elicitation_is_a_link_to_open() -> None:
     assert handler is not None
     params = {"mode": "url", "message": "Sign in", "url": "https://example.com/auth?x=1", "elicitationId": "e1"}
     assert handler(params) == {"action": "accept"}
-    assert prompter.said[0] == ("input", "The server asks: Sign in\n  Open this link: https://example.com/auth?x=1")
+    assert prompter.said[0] == (
+        "input",
+        "The server asks: Sign in\n  Open this link: https://example.com/auth?x=1\n  Host: example.com",
+    )
     assert [text for event, text in prompter.said if event == "retry"] == ["  answer with Enter or n; try again"]
     declining = mt.InputHandlers.interactive(Scripted("n")).url
     assert declining is not None and declining(params) == {"action": "decline"}

@@ -172,3 +172,23 @@ def test_two_tasks_with_one_prefix_read_differently() -> None:
     for one, other in zip(statuses(TASK_A), statuses(TASK_B), strict=True):
         assert repr(one) != repr(other)
         assert one._repr_html_() != other._repr_html_()
+
+
+def test_a_session_scoped_id_is_shortened_whole_and_by_its_parts() -> None:
+    from mcp_tasks._redact import ids_in, redact_server_text
+
+    scope, part = "9f86d081884c7d659a2fea0c55ad015a", "2c1acac3-daa3-49d4-a28c-f1ddcc435a06"
+    task = f"{scope}:{part}"
+    assert redact_ids(f"Task not found: {task}", task) == f"Task not found: {short_id(task)}"
+    assert redact_ids(f"no task {part} in {scope}", task) == f"no task {short_id(part)} in {short_id(scope)}"
+    assert redact_ids("ab:cd is short", "ab:cd") == "ab:cd is short"
+    # The server's own form of the id (a key the client never sent) is cut as a token.
+    assert redact_server_text(f"Task {scope}:{LEGACY_UUID} not found", "other") == (
+        f"Task {short_id(scope)}:{short_id(LEGACY_UUID)} not found"
+    )
+    params = {"taskId": task, "notifications": {"taskIds": [TASK_A, 3, TASK_B]}, "other": {"taskId": 7}}
+    assert ids_in(params) == [task, TASK_A, TASK_B]
+    assert ids_in(["not", "a", "dict"]) == []
+
+
+LEGACY_UUID = "240f77c3-a8f3-45f2-9eb0-d3ae89bbd98b"

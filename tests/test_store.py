@@ -64,6 +64,22 @@ def test_a_ref_shows_a_short_id_only() -> None:
     assert TASK not in shown and "task…cdef" in shown and "export" in shown
 
 
+@pytest.mark.parametrize(
+    ("endpoint", "shown"),
+    [
+        ("https://ada:hunter2@host.example:8443/mcp?api_key=sk-0123456789#x", "https://host.example:8443/mcp"),
+        ("http://[::1]:9/mcp?token=abc", "http://[::1]:9/mcp"),
+        ("http://host:notaport/mcp?key=1", "http://…"),
+        ("python -m my_server --flag=x?y", "python -m my_server --flag=x?y"),
+        ("direct:reference", "direct:reference"),
+    ],
+)
+def test_a_ref_shows_its_endpoint_without_query_or_userinfo(endpoint: str, shown: str) -> None:
+    kept = mt.TaskRef(endpoint, TASK)
+    assert f"endpoint={shown!r}" in repr(kept)
+    assert json.loads(kept.to_json())["endpoint"] == endpoint  # whole where it is data
+
+
 def test_a_ref_from_a_newer_version_is_a_clear_error() -> None:
     saved = json.loads(ref().to_json())
     saved["format"] = 99
@@ -134,14 +150,90 @@ def test_a_lease_has_one_holder_until_released_or_expired(store: mt.TaskStore) -
 
 
 def test_a_lease_of_a_process_that_is_gone_is_free_at_once(store: mt.TaskStore) -> None:
-    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    dead = new_holder().split("/")
-    dead[1] = done.stdout.strip()
-    gone = "/".join(dead)
+    gone = dead_holder()
     assert holder_gone(gone) and not holder_gone(new_holder())
     assert not holder_gone("another-machine/1/abc")
     assert store.acquire(TASK, gone, 15)
     assert store.acquire(TASK, new_holder(), 15)
+
+
+def dead_holder() -> str:
+    """The holder of a process of this machine that has ended."""
+    code = "from mcp_tasks._store import new_holder; print(new_holder())"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    return done.stdout.strip()
+
+
+def test_claim_takes_free_unfinished_tasks_oldest_first(store: mt.TaskStore) -> None:
+    one, two = new_holder(), new_holder()
+    for n, created in enumerate((50.0, 10.0, 40.0, 20.0, 30.0, 60.0, 5.0)):
+        store.record(ref(f"task-{n}", created))
+    store.update("task-6", working("task-6", mt.TaskState.COMPLETED))  # finished: never claimed
+    assert store.acquire("task-3", two, 600)  # held by a live holder
+    assert store.acquire("task-4", two, -1)  # expired
+    assert store.acquire("task-2", dead_holder(), 600)  # its process is gone
+    assert store.claim(one, 600, 0) == []
+    first = store.claim(one, 600, 2)
+    assert [r.task_id for r in first] == ["task-1", "task-4"] and first[0] == store.get("task-1")
+    assert [r.task_id for r in store.claim(one, 600, 10)] == ["task-2", "task-0", "task-5"]
+    assert store.claim(one, 600, 10) == [] and store.claim(two, 600, 10) == []  # none given twice
+    assert not store.acquire("task-1", two, 600) and store.renew("task-1", one, 600)  # the claimer's lease
+    store.write_answers("task-1", {"k": {"action": "accept"}}, holder=one)
+    store.release("task-0", one)
+    assert [r.task_id for r in store.claim(two, 600, 10)] == ["task-0"]
+    for bad in (-1, 1.5, True, "2"):
+        with pytest.raises((ValueError, TypeError)):
+            store.claim(one, 600, bad)  # type: ignore[arg-type]
+
+
+def test_fenced_writes_are_refused_once_the_lease_is_lost(store: mt.TaskStore) -> None:
+    one, two = new_holder(), new_holder()
+    with pytest.raises(mt.StoreError):
+        store.write_answers(TASK, {"a": {"action": "decline"}}, holder=one)  # never leased
+    assert store.acquire(TASK, one, 600)
+    store.write_answers(TASK, {"a": {"action": "decline"}}, holder=one)
+    with pytest.raises(mt.StoreError):
+        store.write_answers(TASK, {"b": {"action": "accept"}}, holder=two)  # another's lease
+    with pytest.raises(mt.StoreError):
+        store.acknowledge(TASK, ["a"], holder=two)
+    assert store.unacknowledged(TASK) == {"a": {"action": "decline"}}  # neither written
+    assert store.acquire(TASK, one, -1)  # it expires
+    with pytest.raises(mt.StoreError):
+        store.write_answers(TASK, {"b": {"action": "accept"}}, holder=one)
+    assert store.acquire(TASK, two, 600)  # taken over
+    with pytest.raises(mt.StoreError):
+        store.acknowledge(TASK, ["a"], holder=one)
+    assert store.unacknowledged(TASK) == {"a": {"action": "decline"}}
+    store.acknowledge(TASK, ["a"], holder=two)
+    store.write_answers(TASK, {"c": {"action": "cancel"}})  # no holder named: not fenced
+    assert store.unacknowledged(TASK) == {"c": {"action": "cancel"}}
+    store.release(TASK, two)
+    with pytest.raises(mt.StoreError):
+        store.acknowledge(TASK, ["c"], holder=two)
+
+
+def test_claimers_in_threads_never_get_the_same_task(store: mt.TaskStore) -> None:
+    for n in range(60):
+        store.record(ref(f"task-{n:02}", float(n)))
+    got: dict[str, list[str]] = {}
+
+    def claimer(holder: str) -> None:
+        mine = got.setdefault(holder, [])
+        while batch := store.claim(holder, 600, 3):
+            mine.extend(r.task_id for r in batch)
+
+    holders = [new_holder() for _ in range(6)]
+    threads = [threading.Thread(target=claimer, args=(h,), name=f"mcp_tasks-test-{h[-4:]}") for h in holders]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    claimed = [task_id for holder in holders for task_id in got[holder]]
+    assert sorted(claimed) == [f"task-{n:02}" for n in range(60)]  # each exactly once
+    assert all(got[h] == sorted(got[h]) for h in holders)  # oldest first, in each claimer's turn
+    for holder in holders:
+        assert all(not store.acquire(t, new_holder(), 600) for t in got[holder])
 
 
 def test_many_threads_share_a_store(store: mt.TaskStore) -> None:
@@ -183,6 +275,35 @@ def test_a_file_that_is_no_store_is_named_and_left_alone(tmp_path: Path) -> None
     with pytest.raises(mt.StoreError, match=r"notes\.txt.*not a task store"):
         mt.SqliteTaskStore(path)
     assert path.read_bytes() == content
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_another_programs_sqlite_file_is_named_and_left_exactly_as_it_was(tmp_path: Path, version: int) -> None:
+    path = tmp_path / "app.db"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE tasks (id INTEGER PRIMARY KEY, title TEXT)")  # a to-do app's "tasks"
+        db.execute("CREATE TABLE notes (body TEXT)")
+        db.execute("INSERT INTO tasks (title) VALUES ('buy milk')")
+        db.execute(f"PRAGMA user_version={version}")
+    db.close()
+    before = path.read_bytes()
+    with pytest.raises(
+        mt.StoreError, match=r"app\.db is not a task store \(it holds the tables notes, tasks.*left as it is"
+    ):
+        mt.SqliteTaskStore(path)
+    assert path.read_bytes() == before  # not switched to WAL, no table added
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db"]
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    db.close()
+
+
+def test_an_empty_sqlite_file_becomes_a_store(tmp_path: Path) -> None:
+    path = tmp_path / "empty.db"
+    sqlite3.connect(path).close()
+    store = mt.SqliteTaskStore(path)
+    store.record(ref())
+    assert mt.SqliteTaskStore(path).get(TASK) == ref()
 
 
 def test_a_store_made_by_a_newer_version_is_named(tmp_path: Path) -> None:
@@ -289,6 +410,47 @@ def test_eight_processes_share_one_file(tmp_path: Path) -> None:
     assert all(r.last_status is not None for r in refs)
 
 
+CLAIMER = """
+import json, sys
+import mcp_tasks as mt
+from mcp_tasks._store import new_holder
+store = mt.SqliteTaskStore(sys.argv[1], busy_timeout=120)
+holder, got = new_holder(), []
+print("ready", flush=True)
+sys.stdin.readline()  # all start together
+while batch := store.claim(holder, 600, 4):
+    got.extend(ref.task_id for ref in batch)
+print(json.dumps(got), flush=True)
+"""
+
+
+def test_claimers_in_four_processes_never_get_the_same_task(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.sqlite3"
+    store = mt.SqliteTaskStore(path)
+    for n in range(200):
+        store.record(ref(f"task-{n:03}", float(n)))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-c", CLAIMER, str(path)],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    for worker in workers:
+        assert worker.stdout is not None and worker.stdout.readline() == "ready\n"
+    for worker in workers:
+        assert worker.stdin is not None
+        worker.stdin.write("go\n")
+        worker.stdin.flush()
+    claimed = [json.loads(worker.communicate()[0]) for worker in workers]
+    assert [w.returncode for w in workers] == [0] * 4
+    assert sorted(t for got in claimed for t in got) == [f"task-{n:03}" for n in range(200)]
+
+
 def contract_tests() -> list[Callable[[mt.TaskStore], None]]:
     """The contract tests, for a third store: call each with a fresh store."""
     return [
@@ -297,6 +459,9 @@ def contract_tests() -> list[Callable[[mt.TaskStore], None]]:
         test_the_ledger_keeps_answers_until_acknowledged,
         test_a_lease_has_one_holder_until_released_or_expired,
         test_a_lease_of_a_process_that_is_gone_is_free_at_once,
+        test_claim_takes_free_unfinished_tasks_oldest_first,
+        test_fenced_writes_are_refused_once_the_lease_is_lost,
+        test_claimers_in_threads_never_get_the_same_task,
         test_many_threads_share_a_store,
     ]
 
@@ -353,6 +518,62 @@ def test_a_lease_another_holder_took_is_marked_lost() -> None:
     assert renewers() == []
 
 
+# -- whether a holder's process is gone ------------------------------------------------------------
+
+
+def test_a_holder_names_its_namespace_and_start_time() -> None:
+    import mcp_tasks._store._holder as holder_module
+
+    machine, namespace, process, wait = new_holder().split("/")
+    pid, start = process.split("-")
+    assert machine == holder_module.machine_id() and int(pid) == os.getpid() and start.isdigit() and wait
+    assert namespace == (os.readlink("/proc/self/ns/pid")[5:-1] if sys.platform == "linux" else "-")
+    parent = f"{machine}/{namespace}/{os.getppid()}"
+    parent_start = holder_module._started(os.getppid())
+    if sys.platform == "linux":
+        assert parent_start and not holder_gone(f"{parent}-{parent_start}/abc")
+        assert holder_gone(f"{parent}-{int(parent_start) + 1}/abc")  # the pid, used again by a later process
+        assert holder_gone(f"{machine}/{namespace}/{pid}-{int(start) + 1}/abc")  # this pid, an earlier process
+    assert not holder_gone(f"{machine}/1{namespace}/{os.getppid()}-1/abc")  # another namespace: never known
+    assert not holder_gone(f"{machine}/{namespace}/999999999-1/abc".replace(namespace, "4026531999"))
+    assert not holder_gone(f"{machine}/{os.getppid()}/abc")  # an older mcp_tasks' holder: its ttl decides
+    assert not holder_gone(f"{machine}/{namespace}/x-1/abc") and not holder_gone("")
+
+
+IN_ANOTHER_NAMESPACE = """
+import sys
+import mcp_tasks as mt
+from mcp_tasks._store import new_holder
+store = mt.SqliteTaskStore(sys.argv[1])
+print(new_holder(), store.acquire(sys.argv[2], new_holder(), 15), store.claim(new_holder(), 15, 10) == [], flush=True)
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="Linux PID namespaces")
+def test_a_process_in_another_pid_namespace_does_not_take_a_live_lease(tmp_path: Path) -> None:
+    """Two containers sharing one store file: the other one sees none of this one's pids."""
+    path = tmp_path / "tasks.sqlite3"
+    store = mt.SqliteTaskStore(path)
+    store.record(ref())
+    holder = new_holder()
+    assert store.acquire(TASK, holder, 600)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    probe = subprocess.run(["unshare", "--pid", "--fork", "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip(f"unshare --pid is not allowed here: {probe.stderr.decode(errors='replace').strip()}")
+    done = subprocess.run(
+        ["unshare", "--pid", "--fork", sys.executable, "-c", IN_ANOTHER_NAMESPACE, str(path), TASK],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    theirs, took, claimed_none = done.stdout.split()
+    assert theirs.split("/")[1] != holder.split("/")[1] and theirs.split("/")[2].startswith("1-")
+    assert (took, claimed_none) == ("False", "True")
+    assert not store.acquire(TASK, new_holder(), 600) and store.renew(TASK, holder, 600)
+
+
 # -- whether a holder's process is gone, on Windows ------------------------------------------------
 
 
@@ -393,7 +614,7 @@ def test_on_windows_a_holder_process_is_asked_of_windows(
 
     monkeypatch.setattr(sys, "platform", "win32")
     monkeypatch.setattr(holder_module, "_kernel32", lambda: (kernel32, lambda: kernel32.error))
-    living = f"{holder_module.machine_id()}/{os.getppid()}/abc"  # a process POSIX knows alive
+    living = f"{holder_module.machine_id()}/{holder_module.pid_namespace()}/{os.getppid()}-0/abc"  # alive here
     assert holder_gone(living) is gone
     assert kernel32.closed == ([] if kernel32.exit_code is None else [42])
 

@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from opentelemetry import trace
+from opentelemetry import baggage, propagate, trace
+from opentelemetry import context as otel_context
 from opentelemetry.sdk.trace import Event, ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -178,6 +179,29 @@ def test_the_server_gets_the_trace_context_in_meta_and_nothing_without_trace(tra
     assert call.context is not None
     assert meta["traceparent"].split("-")[1:3] == [f"{call.context.trace_id:032x}", f"{call.context.span_id:016x}"]
     assert meta["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"  # the envelope is still whole
+
+
+def test_the_callers_baggage_stays_home_unless_the_client_is_told_to_propagate_it(traced: Harness) -> None:
+    # OpenTelemetry's default global propagator sends W3C baggage; a traced client does not.
+    assert "baggage" in propagate.get_global_textmap().fields
+    tracer = PROVIDER.get_tracer("test")
+    token = otel_context.attach(baggage.set_baggage("user.email", "ada@example.com"))
+    try:
+        with tracer.start_as_current_span("job"):
+            default = traced.client(trace=True).call_tool("echo_meta")["structuredContent"]["meta"]
+            told = traced.client(trace=True, propagate_baggage=True).call_tool("echo_meta")["structuredContent"]["meta"]
+    finally:
+        otel_context.detach(token)
+    assert "traceparent" in default and "baggage" not in default, default
+    assert "ada@example.com" not in repr(default)
+    assert "traceparent" in told and told["baggage"] == "user.email=ada%40example.com", told
+
+
+def test_propagate_baggage_is_a_typed_option_of_a_traced_client() -> None:
+    with pytest.raises(TypeError, match="propagate_baggage must be"):
+        mt.Client.direct(Server(), trace=True, propagate_baggage="yes")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="needs a traced client"):
+        mt.Client.direct(Server(), propagate_baggage=True)
 
 
 def test_input_rounds_are_events_of_the_wait(traced: Harness) -> None:

@@ -19,7 +19,7 @@ import attrs
 
 from mcp_tasks._clock import Deadline
 from mcp_tasks._errors import OAuthError
-from mcp_tasks._oauth.http import OAuthHttp, loggable
+from mcp_tasks._oauth.http import Exchanges, OAuthHttp, loggable
 
 __all__ = ["AuthServer", "Resource", "discover_resource", "discover_server", "resource_matches"]
 
@@ -81,7 +81,9 @@ def _strings(value: Any) -> tuple[str, ...] | None:
     return tuple(item for item in value if isinstance(item, str))
 
 
-def discover_resource(http: OAuthHttp, server_url: str, metadata_url: str | None, deadline: Deadline) -> Resource:
+def discover_resource(
+    http: OAuthHttp, server_url: str, metadata_url: str | None, deadline: Deadline
+) -> Exchanges[Resource]:
     """The protected resource metadata of the server at `server_url` (checked against it)."""
     origin = origin_of(server_url)
     path = _path_of(server_url)
@@ -90,7 +92,7 @@ def discover_resource(http: OAuthHttp, server_url: str, metadata_url: str | None
         candidates.append(f"{origin}/.well-known/oauth-protected-resource{path}")
     candidates.append(f"{origin}/.well-known/oauth-protected-resource")
     for url in dict.fromkeys(candidates):
-        document = http.get_json(url, deadline)
+        document = yield from http.get_json(url, deadline)
         if document is None:
             continue
         resource = document.get("resource")
@@ -121,7 +123,7 @@ def _metadata_urls(issuer: str) -> list[str]:
     return [f"{origin}/.well-known/oauth-authorization-server", f"{origin}/.well-known/openid-configuration"]
 
 
-def discover_server(http: OAuthHttp, issuer: str, deadline: Deadline, *, legacy: bool) -> AuthServer:
+def discover_server(http: OAuthHttp, issuer: str, deadline: Deadline, *, legacy: bool) -> Exchanges[AuthServer]:
     """The metadata of the authorization server `issuer`; its ``issuer`` must be `issuer` exactly.
 
     Without any metadata document, the 2025-03-26 default endpoints under `issuer`.
@@ -130,7 +132,7 @@ def discover_server(http: OAuthHttp, issuer: str, deadline: Deadline, *, legacy:
     if parts.scheme not in ("https", "http") or parts.query or parts.fragment:
         raise OAuthError(f"the authorization server {issuer!r} is not a valid issuer URL")
     for url in _metadata_urls(issuer):
-        document = http.get_json(url, deadline)
+        document = yield from http.get_json(url, deadline)
         if document is None:
             continue
         if document.get("issuer") != issuer:

@@ -9,7 +9,7 @@ then `RequestTimeout`) and then looks again, usually finding the new token. Flow
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import TypeVar
 
 from mcp_tasks._clock import Deadline, wait_sliced
@@ -18,6 +18,8 @@ from mcp_tasks._errors import OAuthError, RequestTimeout
 __all__ = ["Flights"]
 
 T = TypeVar("T")
+Y = TypeVar("Y")
+S = TypeVar("S")
 
 
 class _Flight:
@@ -35,10 +37,11 @@ class Flights:
         self._lock = threading.Lock()
         self._running: dict[str, _Flight] = {}
 
-    def run(self, key: str, deadline: Deadline, work: Callable[[], T]) -> T:
-        """`work()` as the one flow for `key`; when another thread runs one, wait for it (within
-        `deadline`) and then try again. An `OAuthError` of the flow waited for is raised here too
-        (a refused sign-in is not asked again by every waiting thread).
+    def run(self, key: str, deadline: Deadline, work: Callable[[], Generator[Y, S, T]]) -> Generator[Y, S, T]:
+        """`work()` (a generator: the flow's exchanges, see `mcp_tasks._oauth.http`) as the one flow
+        for `key`; when another thread runs one, wait for it (within `deadline`) and then try
+        again. An `OAuthError` of the flow waited for is raised here too (a refused sign-in is not
+        asked again by every waiting thread). A flow its driver abandons (closed) ends as failed.
         """
         while True:
             with self._lock:
@@ -48,7 +51,7 @@ class Flights:
                     flight = self._running[key] = _Flight()
             if leader:
                 try:
-                    return work()
+                    return (yield from work())
                 except BaseException as exc:
                     flight.error = exc
                     raise

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from mcp_tasks._clock import Deadline
 from mcp_tasks._errors import OAuthError
-from mcp_tasks._oauth.http import OAuthHttp, loggable
+from mcp_tasks._oauth.http import Exchanges, OAuthHttp, loggable
 from mcp_tasks._oauth.jose import SigningKey
 
 __all__ = [
@@ -77,7 +77,7 @@ def exchange_for_id_jag(
     client_id: str | None,
     client_secret: str | None,
     deadline: Deadline,
-) -> str:
+) -> Exchanges[str]:
     """Exchange the person's ID token at the identity provider's token endpoint for an ID-JAG for
     the authorization server `audience` and the MCP server `resource`.
     """
@@ -94,7 +94,7 @@ def exchange_for_id_jag(
         auth = (urllib.parse.quote(client_id, safe=""), urllib.parse.quote(client_secret, safe=""))
     elif client_id is not None:
         form["client_id"] = client_id
-    status, answer = http.post(endpoint, deadline, form=form, auth=auth)
+    status, answer, _ = yield from http.post(endpoint, deadline, form=form, auth=auth)
     grant = answer.get("access_token") if answer else None
     if status != 200 or not isinstance(grant, str) or not grant:
         error = answer.get("error") if answer else None

@@ -3,14 +3,16 @@ and `SqliteTaskStore`, the store that ships. The store knows nothing of clients 
 tasks code records into it.
 """
 
-from mcp_tasks._store._bound import store_bound, store_deadline
+from mcp_tasks._store._bound import best_effort, store_bound, store_deadline
+from mcp_tasks._store._error import StoreError
 from mcp_tasks._store._holder import holder_gone, new_holder
-from mcp_tasks._store._protocol import LEASE_TTL, STORE_METHODS, TaskStore
+from mcp_tasks._store._protocol import CLAIM_METHOD, LEASE_TTL, STORE_METHODS, TaskStore, lease_ttl_of
 from mcp_tasks._store._ref import NewerRecord, TaskRef
 from mcp_tasks._store._renewer import Lease, hold, let_go
-from mcp_tasks._store._sqlite import SqliteTaskStore, StoreError, default_store_path
+from mcp_tasks._store._sqlite import SqliteTaskStore, default_store_path
 
 __all__ = [
+    "CLAIM_METHOD",
     "LEASE_TTL",
     "STORE_METHODS",
     "Lease",
@@ -19,9 +21,11 @@ __all__ = [
     "StoreError",
     "TaskRef",
     "TaskStore",
+    "best_effort",
     "default_store_path",
     "hold",
     "holder_gone",
+    "lease_ttl_of",
     "let_go",
     "new_holder",
     "store_bound",

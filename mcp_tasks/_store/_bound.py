@@ -5,11 +5,16 @@ parameter and a store of one's own keeps its signature.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-__all__ = ["store_bound", "store_deadline"]
+__all__ = ["STATUS_BUDGET", "best_effort", "store_bound", "store_deadline"]
+
+STATUS_BUDGET = 0.5
+"""Seconds a best-effort store write (a status read) may wait for a busy store: a store locked by
+another connection must not make a task that has ended look timed out."""
 
 _BOUND: ContextVar[float | None] = ContextVar("mcp_tasks_store_bound", default=None)
 
@@ -30,3 +35,12 @@ def store_deadline(at: float | None) -> Iterator[None]:
 def store_bound() -> float | None:
     """The monotonic time the current caller's store calls must end by, or None."""
     return _BOUND.get()
+
+
+@contextmanager
+def best_effort() -> Iterator[None]:
+    """Store calls made inside give up on a busy store after `STATUS_BUDGET` seconds (or at the
+    bound already set, if earlier): for writes a wait can do without, such as a status's.
+    """
+    with store_deadline(time.monotonic() + STATUS_BUDGET):
+        yield

@@ -1,5 +1,8 @@
-"""Who holds a lease: this machine's boot, this process, and one wait, in one string, so that a
-store on this machine can tell at once when the holder's process is gone.
+"""Who holds a lease: this machine's boot, the process's PID namespace, the process (its pid and
+when it started) and one wait, in one string, so that a store on this machine can tell at once
+when the holder's process is gone. Processes in another PID namespace (another container sharing
+the file) see other pids: their holders are never taken for gone, only their ttl frees them; and
+a pid used again by a later process is told apart by its start time.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["holder_gone", "machine_id", "new_holder"]
+__all__ = ["holder_gone", "machine_id", "new_holder", "pid_namespace"]
 
 
 @lru_cache(maxsize=1)
@@ -28,9 +31,56 @@ def machine_id() -> str:
     return socket.gethostname() or "unknown-host"
 
 
+@lru_cache(maxsize=1)
+def pid_namespace() -> str:
+    """The PID namespace of this process (Linux: the inode of ``/proc/self/ns/pid``; elsewhere ``-``)."""
+    try:
+        link = os.readlink("/proc/self/ns/pid")  # "pid:[4026531836]"
+    except OSError:
+        return "-"
+    inode = link.partition("[")[2].rstrip("]")
+    return inode if inode.isdigit() else "-"
+
+
+@lru_cache(maxsize=4)
+def _proc_is_ours(pid: int) -> bool:
+    """Whether /proc shows this PID namespace's pids (not so in a namespace without its own /proc
+    mount): only then do its entries tell the start times of the pids this process sees.
+    """
+    try:
+        with open("/proc/self/stat", encoding="ascii") as file:
+            return file.read().split(" ", 1)[0] == str(pid)
+    except OSError:
+        return False
+
+
+def _started(pid: int) -> str | None:
+    """When process `pid` started (clock ticks since boot, from /proc): "" when no such process
+    runs, None when this cannot be told.
+    """
+    if not _proc_is_ours(os.getpid()):
+        return None
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as file:
+            fields = file.read().rpartition(")")[2].split()
+    except FileNotFoundError:
+        return ""
+    except OSError:
+        return None
+    return fields[19] if len(fields) > 19 and fields[19].isdigit() else None
+
+
+@lru_cache(maxsize=4)
+def _own_start(pid: int) -> str:
+    return _started(pid) or "0"
+
+
 def new_holder() -> str:
-    """A holder name for one wait of this process: ``<machine>/<pid>/<random>``."""
-    return f"{machine_id()}/{os.getpid()}/{uuid.uuid4().hex[:12]}"
+    """A holder name for one wait of this process: ``<machine>/<pid namespace>/<pid>-<start
+    time>/<random>`` (start time 0 where it cannot be told).
+    """
+    pid = os.getpid()
+    return f"{machine_id()}/{pid_namespace()}/{pid}-{_own_start(pid)}/{uuid.uuid4().hex[:12]}"
 
 
 def _alive(pid: int) -> bool:
@@ -86,12 +136,24 @@ def _alive_on_windows(pid: int, kernel32: Any, last_error: Callable[[], int]) ->
 
 
 def holder_gone(holder: str) -> bool:
-    """Whether `holder` names a process of this machine's current boot that no longer runs (a
-    holder from elsewhere is never known to be gone: its lease ends with its ttl).
+    """Whether `holder` names a process of this machine's current boot and PID namespace that no
+    longer runs, or whose pid a later process has (a holder from elsewhere, another namespace or
+    an older mcp_tasks is never known to be gone: its lease ends with its ttl).
     """
-    machine, _, rest = holder.partition("/")
-    pid_text, _, _ = rest.partition("/")
-    if machine != machine_id() or not pid_text.isdigit():
+    parts = holder.split("/")
+    if len(parts) != 4 or parts[0] != machine_id() or parts[1] != pid_namespace():
+        return False
+    pid_text, _, start = parts[2].partition("-")
+    if not pid_text.isdigit() or not start.isdigit():
         return False
     pid = int(pid_text)
-    return pid != os.getpid() and not _alive(pid)
+    if pid == os.getpid():
+        return start not in ("0", _own_start(pid))  # an earlier process that had this pid
+    now = _started(pid) if start != "0" else None
+    if now is None:  # start times unknown here: whether the pid runs decides
+        return not _alive(pid)
+    return now != start
+
+
+if hasattr(os, "register_at_fork"):  # a child forked after unshare(CLONE_NEWPID) is in another namespace
+    os.register_at_fork(after_in_child=pid_namespace.cache_clear)

@@ -10,10 +10,19 @@ from typing import Any, Protocol, runtime_checkable
 from mcp_tasks._status import Status
 from mcp_tasks._store._ref import TaskRef
 
-__all__ = ["LEASE_TTL", "STORE_METHODS", "TaskStore", "check_store"]
+__all__ = [
+    "CLAIM_METHOD",
+    "LEASE_TTL",
+    "STORE_METHODS",
+    "TaskStore",
+    "check_lease_ttl",
+    "check_store",
+    "claim_limit",
+    "lease_ttl_of",
+]
 
 LEASE_TTL = 15.0
-"""Seconds a lease lasts without renewal."""
+"""Seconds a lease lasts without renewal (a store's ``lease_ttl`` when it has none of its own)."""
 
 STORE_METHODS = (
     "record",
@@ -28,6 +37,8 @@ STORE_METHODS = (
     "renew",
     "release",
 )
+"""What every store has; `claim` is left out: a store without it works for everything but adopting."""
+CLAIM_METHOD = "claim"
 
 
 @runtime_checkable
@@ -52,13 +63,17 @@ class TaskStore(Protocol):
     def forget(self, task_id: str) -> None:
         """Drop the task: its ref, its answers and its lease."""
 
-    def write_answers(self, task_id: str, answers: Mapping[str, Any]) -> None:
+    def write_answers(self, task_id: str, answers: Mapping[str, Any], *, holder: str | None = None) -> None:
         """Keep `answers` (input responses by key) as not yet acknowledged, durably, before they
-        are sent.
+        are sent. Fenced: given a `holder` that does not hold the task's lease now (it expired, or
+        another took it), nothing is written and `StoreError` is raised, decided in the same
+        transaction that would have written.
         """
 
-    def acknowledge(self, task_id: str, keys: Iterable[str]) -> None:
-        """Mark the answers under `keys` as received by the server."""
+    def acknowledge(self, task_id: str, keys: Iterable[str], *, holder: str | None = None) -> None:
+        """Mark the answers under `keys` as received by the server; fenced by `holder` as
+        `write_answers` is.
+        """
 
     def unacknowledged(self, task_id: str) -> dict[str, Any]:
         """The answers written and never acknowledged, by key, exactly as written."""
@@ -74,6 +89,13 @@ class TaskStore(Protocol):
     def release(self, task_id: str, holder: str) -> None:
         """Free the lease if `holder` holds it."""
 
+    def claim(self, holder: str, ttl: float, limit: int) -> list[TaskRef]:
+        """Take, in one atomic step, the leases of up to `limit` unfinished tasks whose lease is
+        free (never taken, released, expired, or held by a process of this machine that is gone),
+        oldest first, for `ttl` seconds; the refs of the tasks taken. Two claimers never get the
+        same task, and a task `holder` already holds is not returned again.
+        """
+
 
 def check_store(value: object) -> TaskStore | None:
     """A ``store=`` option: None, or an object with every `TaskStore` method (TypeError otherwise)."""
@@ -83,3 +105,27 @@ def check_store(value: object) -> TaskStore | None:
     if missing:
         raise TypeError(f"store must be a TaskStore (such as SqliteTaskStore); {value!r} has no {', '.join(missing)}")
     return value  # type: ignore[return-value]
+
+
+def check_lease_ttl(value: object) -> float:
+    """A ``lease_ttl=`` option: a positive, finite number of seconds (ValueError/TypeError otherwise)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"lease_ttl must be a number of seconds, got {type(value).__name__}")
+    if not 0 < value < float("inf"):
+        raise ValueError(f"lease_ttl must be a positive, finite number of seconds, got {value!r}")
+    return float(value)
+
+
+def lease_ttl_of(store: object) -> float:
+    """The lease time `store` asks for (its ``lease_ttl``), or `LEASE_TTL` when it names none."""
+    value = getattr(store, "lease_ttl", None)
+    return LEASE_TTL if value is None else check_lease_ttl(value)
+
+
+def claim_limit(value: object) -> int:
+    """A `claim`'s ``limit``: a whole number, 0 or more (ValueError/TypeError otherwise)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"limit must be a whole number of tasks, got {type(value).__name__}")
+    if value < 0:
+        raise ValueError(f"limit must be 0 or more, got {value}")
+    return value

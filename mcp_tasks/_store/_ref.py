@@ -10,7 +10,7 @@ from typing import Any
 import attrs
 
 from mcp_tasks._errors import InvalidStatus
-from mcp_tasks._redact import short_id
+from mcp_tasks._redact import short_id, shown_endpoint
 from mcp_tasks._status import Era, Status
 
 __all__ = ["FORMAT", "NewerRecord", "TaskRef"]
@@ -74,7 +74,8 @@ class TaskRef:
     `trace_context`: when a traced client created the task, the W3C ``traceparent`` (and
     ``tracestate``) of the ``tools/call`` that did, so that a wait in another process links to it.
 
-    Its repr shows a short id only: a task id is a bearer credential.
+    Its repr shows a short id only (a task id is a bearer credential), and the endpoint without
+    its query or userinfo (they may carry a key); `to_json` keeps both whole.
     """
 
     endpoint: str = attrs.field(validator=_text("endpoint"))
@@ -159,6 +160,7 @@ class TaskRef:
     def __repr__(self) -> str:
         last = self.last_status.wire_status if self.last_status is not None else None
         return (
-            f"TaskRef(task_id={short_id(self.task_id)!r}, tool={self.tool!r}, endpoint={self.endpoint!r}, "
+            f"TaskRef(task_id={short_id(self.task_id)!r}, tool={self.tool!r}, "
+            f"endpoint={shown_endpoint(self.endpoint)!r}, "
             f"era={self.era!r}, last_status={last!r})"
         )

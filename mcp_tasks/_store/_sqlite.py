@@ -20,7 +20,9 @@ from typing import Any, TypeVar
 from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status
 from mcp_tasks._store._bound import store_bound
+from mcp_tasks._store._error import StoreError, lease_lost
 from mcp_tasks._store._holder import holder_gone
+from mcp_tasks._store._protocol import LEASE_TTL, check_lease_ttl, claim_limit
 from mcp_tasks._store._ref import TaskRef
 
 __all__ = ["SCHEMA", "SqliteTaskStore", "StoreError", "default_store_path"]
@@ -59,12 +61,12 @@ CREATE TABLE IF NOT EXISTS leases (
     expires REAL NOT NULL
 );
 """
-
-
-class StoreError(OSError):
-    """A task store that cannot be used as it is: a file that is not a store, one that cannot be
-    written, one a newer mcp_tasks made. The message names the file; nothing in it was changed.
-    """
+_COLUMNS = {
+    "tasks": ("task_id", "finished", "created_at", "updated_at", "ref"),
+    "answers": ("task_id", "key", "response", "acknowledged", "written_at"),
+    "leases": ("task_id", "holder", "expires"),
+}
+"""What a task store file has (another program's SQLite file has not)."""
 
 
 def default_store_path() -> Path:
@@ -92,7 +94,8 @@ class SqliteTaskStore:
     """A `TaskStore` in one SQLite file: `path`, or `default_store_path()` (created owner-only:
     mode 0600 in a 0700 folder). Safe for many threads and many processes of one machine: WAL
     mode, one short transaction per method, a busy database retried for up to `busy_timeout`
-    seconds. Finished tasks not touched for `keep_finished` seconds (a week) are pruned.
+    seconds. Finished tasks not touched for `keep_finished` seconds (a week) are pruned. The waits
+    on its tasks take leases of `lease_ttl` seconds (renewed while they wait).
     """
 
     def __init__(
@@ -101,12 +104,14 @@ class SqliteTaskStore:
         *,
         busy_timeout: float = 30.0,
         keep_finished: float = DEFAULT_KEEP_FINISHED,
+        lease_ttl: float = LEASE_TTL,
     ) -> None:
         if not busy_timeout > 0 or not keep_finished > 0:
             raise ValueError("busy_timeout and keep_finished must be positive numbers of seconds")
         self.path = Path(path).expanduser() if path is not None else default_store_path()
         self.busy_timeout = float(busy_timeout)
         self.keep_finished = float(keep_finished)
+        self.lease_ttl = check_lease_ttl(lease_ttl)
         self._writes = 0
         self._lock = threading.Lock()
         self._create_file()
@@ -124,17 +129,40 @@ class SqliteTaskStore:
             raise StoreError(f"cannot create the task store {self.path}: {exc.strerror or exc}") from exc
 
     def _prepare(self, db: sqlite3.Connection) -> None:
-        self._check_schema(db.execute("PRAGMA user_version").fetchone()[0])
+        self._check_layout(db)  # before anything changes: another program's file stays as it is
         if str(db.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
             db.execute("PRAGMA journal_mode=WAL")
         with self._write(db):
-            found = db.execute("PRAGMA user_version").fetchone()[0]
-            self._check_schema(found)
+            found = self._check_layout(db)
             if found == 0:
                 for statement in _TABLES.split(";"):
                     if statement.strip():
                         db.execute(statement)
             db.execute(f"PRAGMA user_version={SCHEMA}")  # a write: fails now, not at the first task, when it cannot
+
+    def _check_layout(self, db: sqlite3.Connection) -> int:
+        """The file's schema version, once it is known to be a task store's or empty (StoreError
+        naming what else it holds otherwise).
+        """
+        found = int(db.execute("PRAGMA user_version").fetchone()[0])
+        self._check_schema(found)
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if found == 0 and not tables:
+            return 0
+        missing = [
+            f"{table}.{column}"
+            for table, columns in _COLUMNS.items()
+            for column in columns
+            if column not in {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        ]
+        if found == 0 or missing:
+            held = ", ".join(sorted(tables)[:5]) + (", …" if len(tables) > 5 else "")
+            raise StoreError(
+                f"{self.path} is not a task store (it holds the tables {held or 'none'}"
+                f"{'; without ' + ', '.join(missing[:3]) if found and missing else ''}): it was left as it is; "
+                "name another file for the task store"
+            )
+        return found
 
     def _check_schema(self, found: int) -> None:
         if found > SCHEMA:
@@ -288,25 +316,35 @@ class SqliteTaskStore:
 
     # -- the ledger ----------------------------------------------------------------------------
 
-    def write_answers(self, task_id: str, answers: Mapping[str, Any]) -> None:
+    def write_answers(self, task_id: str, answers: Mapping[str, Any], *, holder: str | None = None) -> None:
         """See `TaskStore.write_answers` (committed, with the file synced, before it returns)."""
         rows = [(task_id, str(key), json.dumps(value), time.time()) for key, value in answers.items()]
 
         def work(db: sqlite3.Connection) -> None:
             with self._write(db):
+                self._fence(db, task_id, holder, "its answers were not written")
                 db.executemany("INSERT OR REPLACE INTO answers VALUES (?, ?, ?, 0, ?)", rows)
 
         self._run(work)
 
-    def acknowledge(self, task_id: str, keys: Iterable[str]) -> None:
+    def acknowledge(self, task_id: str, keys: Iterable[str], *, holder: str | None = None) -> None:
         """See `TaskStore.acknowledge`."""
         rows = [(task_id, str(key)) for key in keys]
 
         def work(db: sqlite3.Connection) -> None:
             with self._write(db):
+                self._fence(db, task_id, holder, "its answers were not acknowledged")
                 db.executemany("UPDATE answers SET acknowledged = 1 WHERE task_id = ? AND key = ?", rows)
 
         self._run(work)
+
+    def _fence(self, db: sqlite3.Connection, task_id: str, holder: str | None, what: str) -> None:
+        """Refuse (StoreError, rolling the write back) when `holder` does not hold the lease now."""
+        if holder is None:
+            return
+        row = db.execute("SELECT holder, expires FROM leases WHERE task_id = ?", (task_id,)).fetchone()
+        if row is None or row[0] != holder or row[1] <= time.time():
+            raise lease_lost(task_id, f"the task store {self.path}", what)
 
     def unacknowledged(self, task_id: str) -> dict[str, Any]:
         """See `TaskStore.unacknowledged`."""
@@ -358,6 +396,30 @@ class SqliteTaskStore:
                 db.execute("DELETE FROM leases WHERE task_id = ? AND holder = ?", (task_id, holder))
 
         self._run(work)
+
+    def claim(self, holder: str, ttl: float, limit: int) -> list[TaskRef]:
+        """See `TaskStore.claim` (one write transaction: claimers in other processes wait for it)."""
+        count = claim_limit(limit)
+
+        def work(db: sqlite3.Connection) -> list[TaskRef]:
+            now = time.time()
+            taken: list[TaskRef] = []
+            with self._write(db):
+                rows = db.execute(
+                    "SELECT t.ref, l.holder, l.expires FROM tasks t LEFT JOIN leases l USING (task_id) "
+                    "WHERE t.finished = 0 ORDER BY t.created_at, t.task_id"
+                )
+                for saved, current, expires in rows:
+                    if len(taken) >= count:
+                        break
+                    if current is not None and expires > now and (current == holder or not holder_gone(current)):
+                        continue
+                    taken.append(TaskRef.from_json(saved))
+                leases = [(ref.task_id, holder, now + ttl) for ref in taken]
+                db.executemany("INSERT OR REPLACE INTO leases VALUES (?, ?, ?)", leases)
+            return taken
+
+        return self._run(work) if count else []
 
     def __repr__(self) -> str:
         return f"<SqliteTaskStore {self.path}>"

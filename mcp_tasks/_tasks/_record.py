@@ -17,7 +17,18 @@ from mcp_tasks._errors import McpError, TransportError
 from mcp_tasks._options import UNSET
 from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status
-from mcp_tasks._store import LEASE_TTL, Lease, StoreError, TaskRef, TaskStore, hold, let_go, new_holder, store_deadline
+from mcp_tasks._store import (
+    LEASE_TTL,
+    Lease,
+    StoreError,
+    TaskRef,
+    TaskStore,
+    best_effort,
+    hold,
+    let_go,
+    new_holder,
+    store_deadline,
+)
 
 if TYPE_CHECKING:
     from mcp_tasks._channel import Channel
@@ -98,9 +109,11 @@ def saved_ref(client: Client, task_id: str, given: object, timeout: float | None
 
 
 def record_status(status: Status, store: TaskStore | None, deadline: Deadline | None = None) -> None:
-    """Make `status` its task's last status in the store (until the call's `deadline`, if busy)."""
+    """Make `status` its task's last status in the store: best effort, a busy store is given
+    `STATUS_BUDGET` seconds (or less, to the call's `deadline`), then the status goes unrecorded.
+    """
     if store is not None:
-        with store_deadline(deadline.at if deadline is not None else None):
+        with store_deadline(deadline.at if deadline is not None else None), best_effort():
             _kept("its status", status.task_id, lambda: store.update(status.task_id, status))
 
 

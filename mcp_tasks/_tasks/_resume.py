@@ -45,6 +45,7 @@ def resume(
     headers: Mapping[str, str] | None = None,
     trace: bool = False,
     tracer_provider: TracerProvider | None = None,
+    propagate_baggage: bool = False,
     **wait_options: Unpack[WaitOptions],
 ) -> dict[str, Any]:
     """Wait for a task kept in a store and return its CallToolResult (as `await_task` does).
@@ -56,7 +57,8 @@ def resume(
     2025-era task's session) and closed after. A stdio or direct task can only be resumed through
     a `client` you pass: its server lived in the process that started it. With a `store`, the end
     is recorded there, and answers never acknowledged are sent again before any handler is asked.
-    `trace`/`tracer_provider` trace the client it opens (as the client factories' options do);
+    `trace`/`tracer_provider` (and `propagate_baggage`) trace the client it opens (as the client
+    factories' options do);
     a traced wait's span links to the ``tools/call`` that created the task, from the trace
     context the ref kept.
     """
@@ -73,7 +75,13 @@ def resume(
         )
     session = task.session_id if task.era == "legacy" else None
     with Client.http(
-        task.endpoint, auth=auth, headers=headers, session_id=session, trace=trace, tracer_provider=tracer_provider
+        task.endpoint,
+        auth=auth,
+        headers=headers,
+        session_id=session,
+        trace=trace,
+        tracer_provider=tracer_provider,
+        propagate_baggage=propagate_baggage,
     ) as opened:
         return _waited(opened, task, wait_options)
 

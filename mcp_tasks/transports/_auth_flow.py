@@ -6,18 +6,35 @@ inside a response hook, with whatever timeout it picks. An auth object with an
 to send next instead, and this module sends it: every request of the flow goes through the
 session with the time left of the one deadline, so a timeout stays a total. It knows nothing of
 OAuth: any object with that method will do.
+
+The flow may also yield requests of its own (to an authorization server, say) as ``(request,
+deadline, verify)``: each is sent on the same session under a watch of its own (the transport's
+watchdog cuts its sockets at that `deadline`, the flow's own bound within the call's), with the
+proxies for its URL and the flow's TLS verification (no client certificate: that is the MCP
+server's); the flow gets the response with its body unread and reads it before it yields again,
+still under that watch. A request that fails is thrown into the flow, which reports it in its own
+words (or lets it go up).
 """
 
 from __future__ import annotations
 
+import http.client
 from collections.abc import Generator, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 import requests
+import urllib3
 
 from mcp_tasks._clock import Deadline
+from mcp_tasks._errors import TransportError
+from mcp_tasks.transports._watchdog import Watchdog, watching
 
-__all__ = ["FlowAuth", "send_through_auth"]
+__all__ = ["FlowAuth", "Outgoing", "send_through_auth"]
+
+Outgoing = tuple[requests.PreparedRequest, Deadline, bool | str]
+"""A request of the flow's own: the request, its deadline, and its TLS verification."""
+
+_FAILED = (requests.RequestException, urllib3.exceptions.HTTPError, http.client.HTTPException, OSError)
 
 
 @runtime_checkable
@@ -28,8 +45,10 @@ class FlowAuth(Protocol):
 
     def auth_flow(
         self, request: requests.PreparedRequest, deadline: Deadline
-    ) -> Generator[requests.PreparedRequest, requests.Response, None]:
-        """Yield `request` (with credentials), then any re-sends the responses call for."""
+    ) -> Generator[requests.PreparedRequest | Outgoing, requests.Response, None]:
+        """Yield `request` (with credentials), then any re-sends the responses call for, and any
+        requests of its own as `Outgoing`.
+        """
 
 
 def _unchanged(request: requests.PreparedRequest) -> requests.PreparedRequest:
@@ -49,11 +68,13 @@ def send_through_auth(
     verify: bool | str | None,
     cert: Any,
     proxies: Mapping[str, str] | None,
+    watchdog: Watchdog,
 ) -> requests.Response:
     """Send `method url` through `session` with `auth`; its response, body unread (streamed).
 
     An auth object with ``auth_flow`` has each of its requests sent with the time left of
-    `deadline`; any other auth (or none) goes through ``Session.request`` with that time.
+    `deadline` (its own ones under watches of `watchdog`); any other auth (or none) goes through
+    ``Session.request`` with that time.
     """
     if not isinstance(auth, FlowAuth):
         step = deadline.step()
@@ -76,9 +97,23 @@ def send_through_auth(
     settings = session.merge_environment_settings(prepared.url, dict(proxies) if proxies else {}, True, verify, cert)
     flow = auth.auth_flow(prepared, deadline)
     history: list[requests.Response] = []
+    last: requests.Response | None = None  # the server's latest answer: the caller's, if the flow stops
     try:
         outgoing = next(flow)
         while True:
+            if isinstance(outgoing, tuple):
+                try:
+                    outgoing = _own_request(session, flow, outgoing, proxies, watchdog)
+                except StopIteration:
+                    if last is None:
+                        raise TransportError("the auth object's flow ended before it sent the request") from None
+                    last.history = history
+                    return last
+                continue
+            if last is not None:
+                last.close()  # superseded: the flow read what it needed of it
+                history.append(last)
+                last = None
             step = deadline.step()
             response = session.send(outgoing, timeout=(step, step), allow_redirects=False, **settings)
             try:
@@ -89,7 +124,40 @@ def send_through_auth(
             except BaseException:
                 response.close()  # the flow failed (a token endpoint, a deadline): nobody reads it
                 raise
-            response.close()  # superseded: the flow read what it needed of it
-            history.append(response)
+            last = response
+    except BaseException:
+        if last is not None:
+            last.close()
+        raise
     finally:
         flow.close()
+
+
+def _own_request(
+    session: requests.Session,
+    flow: Generator[requests.PreparedRequest | Outgoing, requests.Response, None],
+    outgoing: Outgoing,
+    proxies: Mapping[str, str] | None,
+    watchdog: Watchdog,
+) -> requests.PreparedRequest | Outgoing:
+    """Send a request of the flow's own under a watch with its deadline; what the flow sends next.
+    The watch stays on while the flow reads the answer, and its connection is closed after.
+    """
+    request, bound, verify = outgoing
+    watch = watchdog.watch(bound)
+    try:
+        with watching(watch):
+            try:
+                step = bound.step()
+                settings = session.merge_environment_settings(
+                    request.url, dict(proxies) if proxies else {}, True, verify, None
+                )
+                response = session.send(request, timeout=(step, step), allow_redirects=False, **settings)
+            except _FAILED as exc:
+                return flow.throw(exc)
+            try:
+                return flow.send(response)
+            finally:
+                response.close()
+    finally:
+        watch.close()

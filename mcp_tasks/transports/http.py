@@ -15,7 +15,9 @@ deadline; `transports._plumbing` holds every use of a private name of requests, 
 http.client; `transports._session` the 2025-era session.
 
 **One deadline, every byte.** Each exchange (a POST and its answer, with every re-send an auth
-object makes; a resumption GET; the session's GET stream; the DELETE at close) runs under a
+object makes and every request of its own an ``auth_flow`` yields, as `OAuth`'s discovery and
+token requests, see `transports._auth_flow`; a resumption GET; the session's GET stream; the
+DELETE at close) runs under a
 `Watch`: the sockets it uses are attached to it as they are made or reused, and the transport's
 one watchdog thread shuts them down when the deadline passes (or `close` cuts them), whatever a
 server trickles: the name lookup (`transports._resolve`), connect, TLS, status line, headers,
@@ -236,18 +238,24 @@ class HttpTransport(Transport):
         )
 
     def _via(self) -> requests.Session:
-        """The session a message goes through when it takes `Session.request`: ours, or a user's
-        as it is when it mounted an adapter of its own for the URL, or else a view of the user's
-        session (its headers, cookies, auth, hooks, all shared) that sends to this URL through
-        our adapter, so the watchdog can cut every socket, an auth object's re-sends included.
+        """The session a message goes through when it takes `Session.request`: ours, or a view of
+        the user's session (its headers, cookies, auth, hooks, all shared) whose stock adapters
+        are ours, so the watchdog can cut every socket, an auth object's re-sends and its own
+        requests (an authorization server's) included; an adapter the user mounted is used as it is.
         """
         session = self._session
-        if self._own_session or not self._stock:
+        if self._own_session:
             return session
         view = object.__new__(type(session))
         view.__dict__.update(session.__dict__)
-        view.adapters = collections.OrderedDict(session.adapters)
-        view.mount(self._prefix, self._adapter)
+        # Every stock adapter is ours in the view: an auth flow's own requests (an authorization
+        # server's) are watched too. One the user mounted is used as it is.
+        view.adapters = collections.OrderedDict(
+            (prefix, self._adapter if type(adapter) is HTTPAdapter else adapter)
+            for prefix, adapter in session.adapters.items()
+        )
+        if self._stock:
+            view.mount(self._prefix, self._adapter)
         return view
 
     def _plain(self) -> bool:
@@ -577,6 +585,8 @@ class HttpTransport(Transport):
                 response = self._post_direct(body, headers, step, watch)
             else:
                 response = self._post_through_session(body, {**self._fixed, **headers}, deadline, watch)
+        except McpError:
+            raise  # an auth flow's own (a token endpoint that timed out, refused, or was not reached)
         except (requests.RequestException, urllib3.exceptions.HTTPError, http.client.HTTPException, OSError) as exc:
             raise failure(exc, deadline, self._where, watch) from exc
         finally:
@@ -625,6 +635,7 @@ class HttpTransport(Transport):
             verify=self._verify,
             cert=self._cert,
             proxies=self._proxies,
+            watchdog=self._watchdog,
         ).raw
         return Response.of(raw, self._where, watch)
 

@@ -210,6 +210,8 @@ class LegacyTasks:
         self.cancelled: set[str] = set()
         self.stopping = threading.Event()
         self._asks = itertools.count(1)
+        # What an unknown task gets (-32602): "{id}" is the id asked for, "{scope}" the session's.
+        self.not_found = "Failed to retrieve task: Task not found"
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -412,7 +414,7 @@ class LegacyTasks:
         with self.changed:
             task = self.tasks.get(task_id) if isinstance(task_id, str) else None
         if task is None or (self.bind_tasks and task.scope != session.scope):
-            raise Refusal(-32602, "Failed to retrieve task: Task not found")
+            raise Refusal(-32602, self.not_found.format(id=task_id, scope=session.scope))
         return task
 
     def _hostile(self, task: Task, wire: dict[str, Any]) -> dict[str, Any]:

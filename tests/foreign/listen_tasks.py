@@ -60,6 +60,7 @@ class ListenTasksServer(SocketHttpServer):
         self.cap = cap
         self.cap_unsaid = cap_unsaid
         self.refuse = set(refuse)
+        self.refusal = "Unknown or inaccessible taskId"  # a refused listen's text: "{ids}" names the refused ids
         self.burst = burst
         self.get_gate = get_gate
         self.late_push = late_push
@@ -170,7 +171,8 @@ class ListenTasksServer(SocketHttpServer):
         if len(ids) > self.cap or self.refuse.intersection(ids):
             said = f"taskIds must contain at most {self.cap} entries"
             bare = len(ids) <= self.cap or self.cap_unsaid
-            error = {"code": -32602, "message": "Unknown or inaccessible taskId" if bare else said}
+            refused = ", ".join(i for i in ids if i in self.refuse)
+            error = {"code": -32602, "message": self.refusal.format(ids=refused) if bare else said}
             conn.json("200 OK", {"jsonrpc": "2.0", "id": request_id, "error": error})
             return True
         acknowledged = ids[:: self.ack_every]

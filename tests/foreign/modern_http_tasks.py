@@ -2,7 +2,8 @@
 library only, no mcp_tasks code): ``server/discover`` (advertising the extension unless
 ``advertise=False``), ``tools/list``, ``tools/call`` (a task, flat with ``resultType: "task"``, when
 the request declares the extension and the server advertises it; the tool's result otherwise),
-``tasks/get``. JSON answers; no sessions, no GET stream (405).
+``tasks/get`` (and ``tasks/cancel`` of an unknown task: -32602, as ``tasks/get``). JSON answers; no
+sessions, no GET stream (405).
 
 Tools: ``plain``; ``hold`` (a task that stays working); ``hostile`` (a task whose ``tasks/get``
 answers badly: ``mode`` list | object | number | other_id); ``wrong_id`` (answered with another
@@ -34,6 +35,7 @@ class ModernHttpTasksServer(SocketHttpServer):
         self.journal = Journal()
         self.tasks: dict[str, dict[str, Any]] = {}  # task id -> {"tool", "mode"}
         self.updates: list[tuple[str, dict[str, Any]]] = []  # (task id, inputResponses) of each tasks/update
+        self.not_found = "Unknown or inaccessible taskId"  # for an unknown task; "{id}" is the id asked for
 
     def handle(self, request: HttpRequest, conn: HttpConn) -> bool:
         message = obj(request.json)
@@ -65,11 +67,11 @@ class ModernHttpTasksServer(SocketHttpServer):
             result = self._call(params)
             if params.get("name") == "wrong_id":
                 request_id = f"{request_id}-other"
-        elif method == "tasks/get":
+        elif method == "tasks/get" or (method == "tasks/cancel" and str(params.get("taskId")) not in self.tasks):
             task_id = str(params.get("taskId"))
             task = self.tasks.get(task_id)
             if task is None:
-                error = {"code": -32602, "message": "Unknown or inaccessible taskId"}
+                error = {"code": -32602, "message": self.not_found.format(id=task_id)}
                 conn.json("200 OK", {"jsonrpc": "2.0", "id": request_id, "error": error})
                 return True
             result = {"resultType": "complete", **self._hostile(task_id, task)}
