@@ -122,7 +122,7 @@ def test_close_ends_every_kind_of_wait_at_once(listen_server: Callable[..., List
     their safety read, and their errors differed."""
     server = listen_server(poll_ms=LONG_POLL_MS, complete_on_listen=10_000)
     client = mt.Client.http(server.url, timeout=10)
-    polled, listened, one, other, followed = (job(client) for _ in range(5))
+    polled, listened, one, other, followed, iterated = (job(client) for _ in range(6))
     prompt = Prompt()
     futures = [mt.submit(client, "job"), mt.submit(client, "ask", input=prompt)]
     waits: list[Callable[[], object]] = [
@@ -130,6 +130,7 @@ def test_close_ends_every_kind_of_wait_at_once(listen_server: Callable[..., List
         lambda: mt.wait_task(client, listened, timeout=None, listen=True),
         lambda: mt.wait_all(client, [one, other], timeout=None),
         lambda: mt.wait_any(client, [followed], timeout=None, listen=False),
+        lambda: list(mt.as_completed(client, [iterated], timeout=None)),
     ]
     try:
         assert futures[0].status is not None
@@ -148,13 +149,15 @@ def test_close_ends_every_kind_of_wait_at_once_on_a_2025_session(
     """The same on a 2025-11-25 session: the person's prompt is open inside a tasks/result."""
     legacy = servers(transport)
     client = legacy.client(timeout=10)
-    held = [job(client, "hold") for _ in range(4)]
+    held = [job(client, "hold") for _ in range(6)]
     prompt = Prompt()
     futures = [mt.submit(client, "hold"), mt.submit(client, "ask_task", input=prompt)]
     waits: list[Callable[[], object]] = [
         lambda: mt.wait_task(client, held[0], timeout=None, listen=False),
         lambda: mt.wait_task(client, held[1], timeout=None, listen=True),
-        lambda: mt.wait_all(client, held[2:], timeout=None),
+        lambda: mt.wait_all(client, held[2:4], timeout=None),
+        lambda: mt.wait_any(client, [held[4]], timeout=None, listen=False),
+        lambda: list(mt.as_completed(client, [held[5]], timeout=None)),
     ]
     try:
         close_while_waiting(client, waits, list(futures), prompt)
