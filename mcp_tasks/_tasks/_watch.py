@@ -11,15 +11,15 @@ waited on, by any thread, and the news they bring to the waits (a channel attach
 - On a 2026-07-28 connection one manager thread (``mcp_tasks-watch``) opens the streams: new ids are
   gathered for a moment and placed on a stream of their own while fewer than `MAX_STREAMS` are open,
   else merged with the open ones into one stream (opened before the old ones close, so no
-  notification falls between; an old one is read on until it has caught up: `Linger`). A server's cap on ids per stream is learnt only from a -32602 that
-  says so (it names a limit: the chunk is halved), or when the chunk without its new ids is refused
-  too; a refusal of new ids alone has those ids polled (their waits hear why). A learnt cap is tried
-  doubled again after `CAP_TRUST` streams opened under it. Ids beyond `MAX_STREAMS` streams, ids the
-  acknowledgement leaves out, and ids whose stream dropped `MAX_REOPENS` times are polled by their
-  waits. Each stream costs one thread, its reader (``mcp_tasks-listen-<id>``), which turns its
-  events into news here; so the watch runs at most ``1 + MAX_STREAMS + 1`` threads (the manager, and
-  the readers while a merged stream replaces the old one) for all the client's waits, whatever their
-  number.
+  notification falls between; an old one is read on until it has caught up: `Linger`). A server's
+  cap on ids per stream is learnt only from a -32602 that says so (it names a limit: the chunk is
+  halved), or when the chunk without its new ids is refused too; a refusal of new ids alone has
+  those ids polled (their waits hear why). A learnt cap is tried doubled again after `CAP_TRUST`
+  streams opened under it. Ids beyond `MAX_STREAMS` streams, ids the acknowledgement leaves out, and
+  ids whose stream dropped `MAX_REOPENS` times are polled by their waits. Each stream costs one
+  thread, its reader (``mcp_tasks-listen-<id>``), which turns its events into news here; so the
+  watch runs at most ``1 + MAX_STREAMS + 1`` threads (the manager, and the readers while a merged
+  stream replaces the old one) for all the client's waits, whatever their number.
 - On a 2025-11-25 session the status notifications the session pushes unasked are cues.
 """
 
