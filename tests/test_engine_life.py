@@ -334,3 +334,20 @@ def test_what_a_merged_stream_still_brings_is_news(
         client.close()
     with pytest.raises(mt.TransportError):
         second_wait.result(FAILSAFE)
+
+
+@pytest.mark.parametrize("old_first", [True, False])
+def test_a_merged_stream_has_caught_up_once_it_brings_what_the_new_one_brought(old_first: bool) -> None:
+    """The linger ends early once the old stream brings a status the new stream brought too
+    (pushed after the new one was registered), whichever came first; not on its own statuses."""
+    old, new = _news.Stream(), _news.Stream()
+    linger = _news.Linger(old, new)
+    earlier = {"taskId": "a", "status": "working", "lastUpdatedAt": "2026-12-01T10:00:00Z"}
+    later = {"taskId": "a", "status": "completed", "lastUpdatedAt": "2026-12-01T10:00:01Z"}
+    linger.heard_on(old, earlier)
+    assert not linger.caught_up and not linger.due(linger.until - 0.001)
+    first, second = (old, new) if old_first else (new, old)
+    linger.heard_on(first, later)
+    assert not linger.caught_up
+    linger.heard_on(second, later)
+    assert linger.caught_up and linger.due(0.0)
