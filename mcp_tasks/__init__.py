@@ -31,9 +31,10 @@ from mcp_tasks._errors import (
 from mcp_tasks._input import InputHandlers
 from mcp_tasks._oauth import FileTokenStore, MemoryTokenStore, OAuth, TokenStore
 from mcp_tasks._options import ClientOptions
+from mcp_tasks._progress import SetProgress, SetSnapshot
 from mcp_tasks._retry import Retry
 from mcp_tasks._status import Status, TaskState
-from mcp_tasks._store import SqliteTaskStore, StoreError, TaskRef, TaskStore
+from mcp_tasks._store import PostgresTaskStore, SqliteTaskStore, StoreError, TaskRef, TaskStore, open_store
 from mcp_tasks._subscription import Closed, Dropped, Notification, Subscription
 from mcp_tasks._tasks import (
     CANCEL_BUDGET,
@@ -85,9 +86,12 @@ __all__ = [
     "Notification",
     "OAuth",
     "OAuthError",
+    "PostgresTaskStore",
     "ProtocolError",
     "RequestTimeout",
     "Retry",
+    "SetProgress",
+    "SetSnapshot",
     "SqliteTaskStore",
     "Status",
     "StatusDisplay",
@@ -114,6 +118,7 @@ __all__ = [
     "get_task",
     "list_tasks",
     "may_create_task",
+    "open_store",
     "outcome",
     "resume",
     "server_supports",

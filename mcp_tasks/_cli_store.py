@@ -1,4 +1,5 @@
-"""The command line's task store: ``--store PATH`` (or ``$MCP_TASKS_STORE``, or the default file),
+"""The command line's task store: ``--store LOCATION`` (a path, ``sqlite:///path`` or a
+``postgresql://`` URL; or ``$MCP_TASKS_STORE``, or the default file),
 ``mcp-tasks tasks`` (the unfinished tasks it keeps) and the lookup of ``mcp-tasks wait TASK_ID``.
 """
 
@@ -11,27 +12,40 @@ from typing import IO, Any
 
 from mcp_tasks._printable import printable
 from mcp_tasks._redact import shown_endpoint
-from mcp_tasks._store import SqliteTaskStore, TaskRef
+from mcp_tasks._store import TaskRef, TaskStore
+from mcp_tasks._store import open_store as open_location
+from mcp_tasks._store._error import StoreError
 from mcp_tasks._store._sqlite import STORE_ENV
 
 __all__ = ["add_store_option", "find_task", "list_tasks", "named_store", "open_store", "store_options"]
 
-STORE_HELP = f"the task store file (default: ${STORE_ENV}, else tasks.sqlite3 in your data folder)"
+STORE_HELP = (
+    f"the task store: a file, sqlite:///path or a postgresql:// URL (default: ${STORE_ENV}, else tasks.sqlite3 "
+    "in your data folder)"
+)
 PREFIX = 8
 """How much of a task id the listing shows: enough to pick it with ``mcp-tasks wait``."""
 
 
 def add_store_option(parser: argparse.ArgumentParser, what: str = STORE_HELP) -> None:
-    """Add ``--store PATH`` to a command."""
-    parser.add_argument("--store", metavar="PATH", default=None, help=what)
+    """Add ``--store LOCATION`` to a command."""
+    parser.add_argument("--store", metavar="LOCATION", default=None, help=what)
 
 
-def open_store(args: argparse.Namespace) -> SqliteTaskStore:
+def open_store(args: argparse.Namespace) -> TaskStore:
     """The store the command names (``--store``, else ``$MCP_TASKS_STORE``, else the default file)."""
-    return SqliteTaskStore(getattr(args, "store", None))
+    try:
+        return open_location(getattr(args, "store", None))
+    except ValueError as exc:
+        raise StoreError(f"--store: {exc}") from None
 
 
-def named_store(args: argparse.Namespace) -> SqliteTaskStore | None:
+def where(store: TaskStore) -> str:
+    """How messages name `store`: its file, or its server."""
+    return str(getattr(store, "path", None) or getattr(store, "server", None) or store)
+
+
+def named_store(args: argparse.Namespace) -> TaskStore | None:
     """The store the command names with ``--store`` or ``$MCP_TASKS_STORE``; None when it names none."""
     if getattr(args, "store", None) is None and not os.environ.get(STORE_ENV):
         return None
@@ -44,7 +58,7 @@ def store_options(args: argparse.Namespace) -> dict[str, Any]:
     return {"store": store} if store is not None else {}
 
 
-def find_task(store: SqliteTaskStore, wanted: str) -> TaskRef:
+def find_task(store: TaskStore, wanted: str) -> TaskRef:
     """The task kept under `wanted`, or the one unfinished task whose id starts with it
     (ValueError naming the store otherwise).
     """
@@ -55,8 +69,8 @@ def find_task(store: SqliteTaskStore, wanted: str) -> TaskRef:
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        raise ValueError(f"no task {wanted!r} in {store.path} (list them with: mcp-tasks tasks)")
-    raise ValueError(f"{len(matches)} unfinished tasks in {store.path} start with {wanted!r}: give more of the id")
+        raise ValueError(f"no task {wanted!r} in {where(store)} (list them with: mcp-tasks tasks)")
+    raise ValueError(f"{len(matches)} unfinished tasks in {where(store)} start with {wanted!r}: give more of the id")
 
 
 def _age(seconds: float) -> str:
@@ -69,7 +83,7 @@ def _age(seconds: float) -> str:
     return f"{seconds / 86400:.0f}d"
 
 
-def list_tasks(store: SqliteTaskStore, out: IO[str], *, as_json: bool) -> int:
+def list_tasks(store: TaskStore, out: IO[str], *, as_json: bool) -> int:
     """Write the store's unfinished tasks to `out`, oldest first: id prefix, tool, endpoint, age,
     last status (with ``as_json``, each ref's JSON on a line of its own). Returns how many.
     """
@@ -91,7 +105,7 @@ def list_tasks(store: SqliteTaskStore, out: IO[str], *, as_json: bool) -> int:
         rows.append(tuple(printable(cell) for cell in cells))
     if not as_json:
         if not rows:
-            out.write(f"no unfinished tasks in {store.path}\n")
+            out.write(f"no unfinished tasks in {where(store)}\n")
             return 0
         rows.insert(0, ("TASK", "TOOL", "ENDPOINT", "AGE", "STATUS"))
         widths = [max(len(row[i]) for row in rows) for i in range(4)]

@@ -16,11 +16,14 @@ import sys
 import threading
 import time
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any
 
+from mcp_tasks._asking import hold_lines, lines_held
 from mcp_tasks._printable import printable
+from mcp_tasks._progress import SetProgress, SetSnapshot, clock_text, set_line
 from mcp_tasks._redact import redact_ids, short_id
 from mcp_tasks._threads import start_thread
 
@@ -85,7 +88,7 @@ def status_rows(status: Status) -> list[tuple[str, str]]:
 
 def status_line(status: Status, elapsed: float | None = None) -> str:
     """One line: ``[12s] working: exporting row 2 of 3``."""
-    clock = f"[{_clock(elapsed)}] " if elapsed is not None else ""
+    clock = f"[{clock_text(elapsed)}] " if elapsed is not None else ""
     message = f": {status.status_message}" if status.status_message else ""
     return _redact(status, f"{clock}{status.wire_status}{message}")
 
@@ -163,17 +166,6 @@ def _table(title: str, rows: list[tuple[str, str]]) -> str:
     return f"<table><caption style='text-align:left'><b>{html.escape(title)}</b></caption>{body}</table>"
 
 
-def _clock(seconds: float) -> str:
-    whole = int(seconds)
-    if whole < 60:
-        return f"{seconds:.1f}s" if seconds < 10 else f"{whole}s"
-    minutes, secs = divmod(whole, 60)
-    if minutes < 60:
-        return f"{minutes}m{secs:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"
-
-
 def _notebook() -> Any:
     """IPython's display module when this runs in a notebook kernel, else None."""
     ipython = sys.modules.get("IPython")
@@ -195,6 +187,12 @@ class StatusDisplay:
 
         with mt.StatusDisplay() as show:
             mt.await_task(client, task, on_status=show)
+
+    Given to a wait on many tasks (`wait_all`, `as_completed`, `wait_any`, or each `submit` of
+    a batch) it shows the set instead: ``[12s] 37/50 done, 2 failed, 11 working · failed:
+    ab12…cd34 · e294…b175: exporting`` (a `SetSnapshot`), on one line clipped to the terminal's
+    width, or one updating table in a notebook; on a pipe, a line each time the counts change.
+    While an interactive input handler asks a question, the line holds still.
     """
 
     def __init__(self, stream: IO[str] | None = None, *, tick: float = TICK) -> None:
@@ -207,6 +205,11 @@ class StatusDisplay:
         self._ticker: threading.Thread | None = None
         self._stop = threading.Event()
         self._drawn = False
+        self._set: SetProgress | None = None  # made when a set wait says what its tasks are
+        self._snapshot: SetSnapshot | None = None
+        self._printed: object = None  # what the last line on a pipe said of the set
+        self._ended = False  # the set's last line is written
+        self._closed = False  # closed: a question's end does not draw it again
 
     @property
     def stream(self) -> IO[str]:
@@ -214,13 +217,20 @@ class StatusDisplay:
         return self._stream if self._stream is not None else sys.stderr
 
     def __call__(self, status: Status) -> None:
+        progress = self._set
+        if progress is not None:
+            progress(status)  # shown by `_set_changed`
+            return
         with self._lock:
             self._last = status
+            self._closed = False
             notebook = _notebook() if self._stream is None else None
             if notebook is not None:
                 self._show_in_notebook(notebook, status)
                 return
             if self._live():
+                if lines_held():
+                    return  # a question is on the screen: drawn when it is answered
                 self._draw()
                 if status.terminal:
                     self.stream.write("\n")
@@ -230,6 +240,81 @@ class StatusDisplay:
             else:
                 self.stream.write(status_line(status, time.monotonic() - self._started) + "\n")
                 self.stream.flush()
+
+    # -- a set of tasks (told by the set waits; see `SetProgress`) ----------------------------
+
+    def expect(self, task_ids: Iterable[str]) -> None:
+        """Show a set of tasks, these among them (a set wait calls it as it starts)."""
+        self._progress().expect(task_ids)
+
+    def wait_failed(self, failed: Status) -> None:
+        """A set's task whose wait failed (a `FailedWait`) counts as failed (a single wait's
+        failure reaches its caller: it does not make this a display of a set).
+        """
+        progress = self._set
+        if progress is not None:
+            progress.wait_failed(failed)
+
+    def follow(self, future: Future[Any]) -> None:
+        """Show `future` (a `TaskFuture` of a batch) in the set (`submit` calls it)."""
+        self._progress().follow(future)
+
+    def snapshot(self) -> SetSnapshot | None:
+        """Where the set stands (None unless this display shows a set)."""
+        progress = self._set
+        return progress.snapshot() if progress is not None else None
+
+    def _progress(self) -> SetProgress:
+        with self._lock:
+            if self._set is None:
+                self._set = SetProgress(self._set_changed, started=self._started)
+            return self._set
+
+    def _set_changed(self, snapshot: SetSnapshot) -> None:
+        with self._lock:
+            self._snapshot = snapshot
+            self._closed = False
+            notebook = _notebook() if self._stream is None else None
+            if notebook is not None:
+                if self._handle is None:
+                    self._handle = notebook.display(snapshot, display_id=True)
+                else:
+                    self._handle.update(snapshot)
+                return
+            if not self._live():
+                said = (snapshot.counts(), snapshot.failures)
+                if said != self._printed and snapshot.total:
+                    self._printed = said
+                    self.stream.write(set_line(snapshot) + "\n")
+                    self.stream.flush()
+                return
+            if lines_held() or (snapshot.finished and self._ended):
+                return
+            self._ended = False
+            self._draw()
+            if snapshot.finished:
+                self.stream.write("\n")
+                self.stream.flush()
+                self._drawn = False
+                self._ended = True  # the set's last line is written: later news does not repeat it
+            elif self._ticker is None and self._tick > 0:
+                self._ticker = start_thread("status-line", self._run_ticker)
+
+    def resume(self) -> None:
+        """Draw the line again after `suspend` (a question answered), unless it is over."""
+        snapshot = self._set.snapshot() if self._set is not None else None
+        with self._lock:
+            if self._closed or not self._live() or lines_held() or self._drawn:
+                return
+            if snapshot is not None:
+                self._snapshot = snapshot
+                if snapshot.finished or not snapshot.total:
+                    return
+            elif self._last is None or self._last.terminal:
+                return
+            self._draw()
+            if self._ticker is None and self._tick > 0:
+                self._ticker = start_thread("status-line", self._run_ticker)
 
     def suspend(self) -> None:
         """End the terminal line and stop ticking until the next status: call it before writing
@@ -249,6 +334,7 @@ class StatusDisplay:
     def close(self) -> None:
         """Stop ticking and end the terminal line. Idempotent."""
         self.suspend()
+        self._closed = True
 
     def __enter__(self) -> StatusDisplay:
         return self
@@ -259,6 +345,9 @@ class StatusDisplay:
         self.close()
 
     def __repr__(self) -> str:
+        snapshot = self.snapshot()
+        if snapshot is not None:
+            return f"<StatusDisplay {snapshot.counts()}>"
         return f"<StatusDisplay {self._last.wire_status if self._last else 'waiting'}>"
 
     # -- internals ----------------------------------------------------------------------------
@@ -277,19 +366,30 @@ class StatusDisplay:
             return 80
 
     def _draw(self) -> None:
-        assert self._last is not None
-        line = clip(status_line(self._last, time.monotonic() - self._started), self._columns())
-        self.stream.write("\r\x1b[K" + line)
+        if self._snapshot is not None:
+            text = set_line(self._snapshot)
+        else:
+            assert self._last is not None
+            text = status_line(self._last, time.monotonic() - self._started)
+        self.stream.write("\r\x1b[K" + clip(text, self._columns()))
         self.stream.flush()
         self._drawn = True
+        hold_lines(self)  # still while a question is asked
 
     def _run_ticker(self) -> None:
         stop = self._stop
         while not stop.wait(self._tick):
+            progress = self._set
+            snapshot = progress.snapshot() if progress is not None else None  # (its lock before ours)
             with self._lock:
-                if self._last is None or self._last.terminal or not self._drawn:
+                if snapshot is not None:
+                    if snapshot.finished or not self._drawn:
+                        return
+                    self._snapshot = snapshot
+                elif self._last is None or self._last.terminal or not self._drawn:
                     return
-                self._draw()
+                if not lines_held():
+                    self._draw()
 
     def _show_in_notebook(self, notebook: Any, status: Status) -> None:
         if self._handle is None:

@@ -31,6 +31,7 @@ The codes this client makes are named for what they say; a server's own codes co
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from mcp_tasks._redact import ids_in, redact_ids, redact_server_text, short_id
@@ -278,7 +279,25 @@ class TaskFailed(McpError):
         self.status = status
 
     def __str__(self) -> str:
-        return f"Task {short_id(self.status.task_id)} failed: {self.message} (error {self.code})"
+        return f"Task {short_id(self.status.task_id)} failed: {self.message} (error {self.code}){_undeclared(self)}"
+
+
+_UNDECLARED = re.compile(r"does not support (elicitation|sampling|roots) capability", re.IGNORECASE)
+_KINDS_OF = {"elicitation": '["form", "url"]', "sampling": '["sampling"]', "roots": '["roots"]'}
+
+
+def _undeclared(failed: TaskFailed) -> str:
+    """Why a 2025-era server could not ask, when it says so: the session declared no such input."""
+    found = _UNDECLARED.search(failed.message)
+    if found is None:
+        return ""
+    capability = found.group(1).lower()
+    return (
+        f". The session that started the task did not declare {capability}, and a 2025-11-25 server "
+        "asks only what the session declared: start such tasks from a client with input handlers, "
+        f"or with declare_input={_KINDS_OF[capability]} (a client with a store= declares form and url), "
+        "and answer later with resume()"
+    )
 
 
 class TaskTimeout(McpError, TimeoutError):

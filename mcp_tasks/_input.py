@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import urllib.parse
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
@@ -44,6 +44,7 @@ __all__ = [
     "InputSubject",
     "NoHandler",
     "answer_all",
+    "capabilities_for",
     "check_response",
     "input_failure",
     "kind_of",
@@ -84,7 +85,10 @@ class InputHandlers:
         (types, enums, defaults, required; an invalid answer is asked again, a required field left
         empty declines), a URL elicitation as a link to open. In a notebook they ask through the
         kernel's ``input()``; elsewhere on stderr, reading stdin. `prompter` asks somewhere else
-        (any object with ``ask(prompt, field)`` and ``say(event, text, **fields)``).
+        (any object with ``ask(prompt, field)`` and ``say(event, text, **fields)``). A question
+        about a task names it (``[greet e294…b175] The server asks: …``; ``say`` gets its
+        ``task`` and ``tool`` fields); when several tasks ask at once, their forms are asked one
+        at a time, each whole, in the order they asked.
         """
         from mcp_tasks._prompt import interactive_handlers
 
@@ -100,22 +104,35 @@ class InputHandlers:
 
     def capabilities(self, declared: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """`declared` client capabilities plus those the handlers imply."""
-        caps: dict[str, Any] = dict(declared or {})
-        modes = [mode for mode in ("form", "url") if getattr(self, mode) is not None]
-        if modes:
-            elicitation = caps.get("elicitation")
-            elicitation = dict(elicitation) if isinstance(elicitation, Mapping) else {}
-            if not elicitation:
-                # An empty elicitation capability means form mode; keep that meaning.
-                elicitation = {"form": {}}
-            for mode in modes:
-                elicitation.setdefault(mode, {})
-            caps["elicitation"] = elicitation
-        if self.sampling is not None:
-            caps.setdefault("sampling", {})
-        if self.roots is not None:
-            caps.setdefault("roots", {"listChanged": False})
-        return caps
+        return capabilities_for(self.kinds, declared)
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The kinds of input these handlers answer."""
+        return tuple(kind for kind in KINDS if getattr(self, kind) is not None)
+
+
+def capabilities_for(kinds: Iterable[str], declared: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """`declared` client capabilities plus those that answering `kinds` of input implies (form ->
+    ``elicitation.form``, url -> ``elicitation.url``, sampling, roots).
+    """
+    kinds = set(kinds)
+    caps: dict[str, Any] = dict(declared or {})
+    modes = [mode for mode in ("form", "url") if mode in kinds]
+    if modes:
+        elicitation = caps.get("elicitation")
+        elicitation = dict(elicitation) if isinstance(elicitation, Mapping) else {}
+        if not elicitation:
+            # An empty elicitation capability means form mode; keep that meaning.
+            elicitation = {"form": {}}
+        for mode in modes:
+            elicitation.setdefault(mode, {})
+        caps["elicitation"] = elicitation
+    if "sampling" in kinds:
+        caps.setdefault("sampling", {})
+    if "roots" in kinds:
+        caps.setdefault("roots", {"listChanged": False})
+    return caps
 
 
 def request_params(request: Mapping[str, Any]) -> dict[str, Any] | None:

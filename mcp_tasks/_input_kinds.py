@@ -6,10 +6,14 @@ capability check, so neither imports the other.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Literal
 
-__all__ = ["INPUT_KINDS", "kind_of"]
+__all__ = ["INPUT_KINDS", "InputKind", "kind_of"]
 
 INPUT_KINDS = ("form", "url", "sampling", "roots")
+
+InputKind = Literal["form", "url", "sampling", "roots"]
+"""A kind of input request: a form or URL elicitation, a sampling request, a roots request."""
 
 
 def kind_of(request: object) -> str | None:

@@ -4,14 +4,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TypedDict
 
 import attrs
 
 from mcp_tasks._agreement import check_protocol
 from mcp_tasks._clock import check_timeout
-from mcp_tasks._input import InputHandlers
+from mcp_tasks._input import InputHandlers, capabilities_for
+from mcp_tasks._input_kinds import INPUT_KINDS, InputKind
 from mcp_tasks._retry import Retry
 from mcp_tasks._store._protocol import TaskStore, check_store
 from mcp_tasks._version import __version__
@@ -82,6 +83,12 @@ class ClientOptions(TypedDict, total=False):
 
     - `client_capabilities`: what the client declares, plus what `input_handlers` imply.
     - `input_handlers`: answer the server's input requests (`InputHandlers`).
+    - `declare_input`: kinds of input (``"form"``, ``"url"``, ``"sampling"``, ``"roots"``) to
+      declare although this client has no handler for them, because a later process will answer
+      them (`resume`). A 2025-11-25 server checks what the session declared when its task asks
+      (mcp 1.30 fails the task: "Client does not support elicitation capability"), and the
+      resumer joins that session. Default: ``("form", "url")`` for a client with a `store`, none
+      otherwise; ``()`` declares none.
     - `timeout`: the default total of one request, in seconds (30.0; None: no limit).
     - `client_info`: the name and version the client gives (default: mcp_tasks and its version).
     - `max_input_rounds`: how many input_required rounds one request may take (10).
@@ -100,6 +107,7 @@ class ClientOptions(TypedDict, total=False):
 
     client_capabilities: Mapping[str, Any] | None
     input_handlers: InputHandlers | None
+    declare_input: Sequence[InputKind] | None
     timeout: float | None
     client_info: Mapping[str, Any] | None
     max_input_rounds: int
@@ -122,6 +130,17 @@ def _mapping(name: str, value: object) -> dict[str, Any] | None:
 
 def _capabilities(value: object) -> dict[str, Any] | None:
     return _mapping("client_capabilities", value)
+
+
+def _declare_input(value: object) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise TypeError(f"declare_input must be a list of input kinds or None, got {value!r}")
+    for kind in value:
+        if kind not in INPUT_KINDS:
+            raise ValueError(f"declare_input takes {', '.join(map(repr, INPUT_KINDS))}, got {kind!r}")
+    return tuple(value)
 
 
 def _info(value: object) -> dict[str, Any] | None:
@@ -184,6 +203,7 @@ class ClientSettings:
 
     client_capabilities: dict[str, Any] | None = attrs.field(default=None, converter=_capabilities)
     input_handlers: InputHandlers = attrs.field(default=None, converter=_handlers)
+    declare_input: tuple[str, ...] | None = attrs.field(default=None, converter=_declare_input)
     timeout: float | None = attrs.field(default=DEFAULT_TIMEOUT, converter=_timeout)
     client_info: dict[str, Any] | None = attrs.field(default=None, converter=_info)
     max_input_rounds: int = attrs.field(default=DEFAULT_MAX_INPUT_ROUNDS, converter=_rounds)
@@ -222,6 +242,15 @@ class ClientSettings:
         return self.client_info or {"name": "mcp_tasks", "version": __version__}
 
     @property
+    def declared_input(self) -> tuple[str, ...]:
+        """The kinds of input declared for a later process to answer (see `declare_input`)."""
+        if self.declare_input is not None:
+            return self.declare_input
+        return ("form", "url") if self.store is not None else ()
+
+    @property
     def capabilities(self) -> dict[str, Any]:
-        """What the client declares: its capabilities plus those its input handlers imply."""
-        return self.input_handlers.capabilities(self.client_capabilities)
+        """What the client declares: its capabilities, those its input handlers imply, and the
+        input declared for a later process to answer.
+        """
+        return capabilities_for(self.declared_input, self.input_handlers.capabilities(self.client_capabilities))

@@ -9,7 +9,8 @@ control, escape and bidirectional-formatting characters appear as escapes, never
 Questions go through a `Prompter`: the default one asks in a notebook through the
 kernel's ``input()`` (ipykernel replaces ``builtins.input`` while a cell runs), and elsewhere writes
 to stderr and reads a line from stdin, so stdout stays the program's own. The command line uses the
-same code with its own prompter.
+same code with its own prompter. A question about a task names it (``[greet e294…b175] The server
+asks: …``), and when several tasks ask at once their forms are asked whole, one after another.
 """
 
 from __future__ import annotations
@@ -19,11 +20,14 @@ import datetime
 import json
 import math
 import sys
+import threading
 import urllib.parse
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
+from mcp_tasks._asking import asker, turn
 from mcp_tasks._errors import InputError
 from mcp_tasks._printable import link_to_open, printable
+from mcp_tasks._redact import short_id
 
 if TYPE_CHECKING:
     from mcp_tasks._input import Handler
@@ -40,7 +44,9 @@ class Prompter(Protocol):
         """
 
     def say(self, event: str, text: str, **fields: object) -> None:
-        """Tell the person something: `text` for people, `event` and `fields` for machines."""
+        """Tell the person something: `text` for people, `event` and `fields` for machines (an
+        ``input`` event about a task has ``task``, its short id, and ``tool``, its tool or None).
+        """
 
 
 def read_answer(prompt: str, stdin: IO[str], out: IO[str]) -> str:
@@ -228,6 +234,23 @@ def _check_format(raw: str, fmt: object) -> None:
 
 
 _SKIP = object()
+_WAITING = threading.local()  # how many questions wait behind the one being asked
+
+
+def _header() -> str:
+    """``[greet e294…b175] `` naming the task that asks, and how many others wait their turn."""
+    who = asker()
+    if who is None:
+        return ""
+    waiting = getattr(_WAITING, "value", 0)
+    behind = f", {waiting} more waiting" if waiting else ""
+    return f"[{who.label}{behind}] "
+
+
+def _whose() -> dict[str, object]:
+    """The `say` fields naming the task that asks (its short id and tool), when one does."""
+    who = asker()
+    return {} if who is None else {"task": short_id(who.task_id), "tool": who.tool}
 
 
 def _ask_field(prompter: Prompter, name: str, spec: dict[str, Any], required: bool) -> Any:
@@ -258,7 +281,7 @@ def ask_form(prompter: Prompter, params: dict[str, Any]) -> dict[str, Any]:
     """
     message = params.get("message")
     shown = printable(message, newlines=True) if isinstance(message, str) else "(no message)"
-    prompter.say("input", f"The server asks: {shown}", message=message)
+    prompter.say("input", f"{_header()}The server asks: {shown}", message=message, **_whose())
     schema = params.get("requestedSchema")
     schema = schema if isinstance(schema, dict) else {}
     properties = schema.get("properties")
@@ -288,11 +311,11 @@ def ask_url(prompter: Prompter, params: dict[str, Any]) -> dict[str, Any]:
     try:
         link, host = link_to_open(url)
     except ValueError as exc:
-        text = f"{asks}The server's link is not offered here: {exc}. Declined."
-        prompter.say("refused", text, message=message, url=url)
+        text = f"{_header()}{asks}The server's link is not offered here: {exc}. Declined."
+        prompter.say("refused", text, message=message, url=url, **_whose())
         return {"action": "decline"}
     text = f"{asks}Open this link: {link}" if asks else f"The server asks you to open this link: {link}"
-    prompter.say("input", f"{text}\n  Host: {host}", message=message, url=url)
+    prompter.say("input", f"{_header()}{text}\n  Host: {host}", message=message, url=url, **_whose())
     while True:
         raw = prompter.ask("  Press Enter once done there, or type n to decline: ", "url").strip().lower()
         if raw in ("", *_YES):
@@ -307,11 +330,15 @@ def interactive_handlers(prompter: Prompter | None = None) -> tuple[Handler, Han
     asker: Prompter = prompter if prompter is not None else TextPrompter()
 
     def form(params: dict[str, Any]) -> dict[str, Any]:
-        """Ask the person to fill in an elicitation form."""
-        return ask_form(asker, params)
+        """Ask the person to fill in an elicitation form (whole, when its turn comes)."""
+        with turn() as waiting:
+            _WAITING.value = waiting
+            return ask_form(asker, params)
 
     def url(params: dict[str, Any]) -> dict[str, Any]:
-        """Show the person a URL elicitation's link."""
-        return ask_url(asker, params)
+        """Show the person a URL elicitation's link (when its turn comes)."""
+        with turn() as waiting:
+            _WAITING.value = waiting
+            return ask_url(asker, params)
 
     return form, url

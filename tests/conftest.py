@@ -17,6 +17,7 @@ import pytest
 import mcp_tasks as mt
 from mcp_tasks.server import HttpServer, Server, serve_http
 from tests.fixtures.servers import make_server
+from tests.pg import Cluster, running_cluster
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -47,6 +48,26 @@ def no_leftover_threads() -> Iterator[None]:
     """Every test ends with no mcp_tasks- thread alive (closing joins them, so no waiting)."""
     yield
     assert mcp_threads() == []
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[Cluster]:
+    """A real PostgreSQL for the session (tests/pg.py), started at the first test that needs it."""
+    with running_cluster() as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def pg_url(pg_cluster: Cluster) -> str:
+    """The URL of a fresh database of the session's PostgreSQL."""
+    return pg_cluster.url(pg_cluster.new_database())
+
+
+@pytest.fixture
+def pg_store(pg_url: str) -> Iterator[mt.PostgresTaskStore]:
+    """A `PostgresTaskStore` in a fresh database, closed after."""
+    with mt.PostgresTaskStore(pg_url) as store:
+        yield store
 
 
 STREAM_GONE = 30.0

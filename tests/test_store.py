@@ -1,6 +1,7 @@
-"""The task store contract, run against SQLite and against an in-memory store written from the
-README alone (tests/memory_store.py): a third implementation passes these to plug in. Then what
-only the SQLite store promises: one file for many processes, and clear errors for bad files.
+"""The task store contract, run against SQLite, a real PostgreSQL (tests/pg.py) and an in-memory
+store written from the README alone (tests/memory_store.py): a third implementation passes these
+to plug in. Then what only the SQLite store promises: one file for many processes, and clear
+errors for bad files (PostgreSQL's own promises: tests/test_store_postgres.py).
 """
 
 from __future__ import annotations
@@ -38,10 +39,12 @@ def ref(task_id: str = TASK, created_at: float = 1000.0) -> mt.TaskRef:
     return mt.TaskRef("http://127.0.0.1:9/mcp", task_id, tool="export", created_at=created_at)
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=["sqlite", "postgres", "memory"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[mt.TaskStore]:
     if request.param == "sqlite":
         yield mt.SqliteTaskStore(tmp_path / "tasks.sqlite3")
+    elif request.param == "postgres":
+        yield request.getfixturevalue("pg_store")
     else:
         yield MemoryTaskStore()
 
@@ -92,6 +95,7 @@ def test_a_ref_from_a_newer_version_is_a_clear_error() -> None:
 
 def test_a_ref_is_a_task_store_protocol_citizen() -> None:
     assert isinstance(mt.SqliteTaskStore.__new__(mt.SqliteTaskStore), mt.TaskStore)
+    assert isinstance(mt.PostgresTaskStore.__new__(mt.PostgresTaskStore), mt.TaskStore)
     assert isinstance(MemoryTaskStore(), mt.TaskStore)
     assert not isinstance(object(), mt.TaskStore)
 
@@ -414,21 +418,25 @@ CLAIMER = """
 import json, sys
 import mcp_tasks as mt
 from mcp_tasks._store import new_holder
-store = mt.SqliteTaskStore(sys.argv[1], busy_timeout=120)
+store = mt.open_store(sys.argv[1])
 holder, got = new_holder(), []
 print("ready", flush=True)
 sys.stdin.readline()  # all start together
 while batch := store.claim(holder, 600, 4):
     got.extend(ref.task_id for ref in batch)
 print(json.dumps(got), flush=True)
+store.close()
 """
 
 
-def test_claimers_in_four_processes_never_get_the_same_task(tmp_path: Path) -> None:
-    path = tmp_path / "tasks.sqlite3"
-    store = mt.SqliteTaskStore(path)
-    for n in range(200):
-        store.record(ref(f"task-{n:03}", float(n)))
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_claimers_in_four_processes_never_get_the_same_task(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    path = str(tmp_path / "tasks.sqlite3") if kind == "sqlite" else request.getfixturevalue("pg_url")
+    with mt.open_store(path) as store:
+        for n in range(200):
+            store.record(ref(f"task-{n:03}", float(n)))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     workers = [
         subprocess.Popen(

@@ -6,6 +6,8 @@ tasks code records into it.
 from mcp_tasks._store._bound import best_effort, store_bound, store_deadline
 from mcp_tasks._store._error import StoreError
 from mcp_tasks._store._holder import holder_gone, new_holder
+from mcp_tasks._store._open import open_store
+from mcp_tasks._store._postgres import PostgresTaskStore
 from mcp_tasks._store._protocol import CLAIM_METHOD, LEASE_TTL, STORE_METHODS, TaskStore, lease_ttl_of
 from mcp_tasks._store._ref import NewerRecord, TaskRef
 from mcp_tasks._store._renewer import Lease, hold, let_go
@@ -17,6 +19,7 @@ __all__ = [
     "STORE_METHODS",
     "Lease",
     "NewerRecord",
+    "PostgresTaskStore",
     "SqliteTaskStore",
     "StoreError",
     "TaskRef",
@@ -28,6 +31,7 @@ __all__ = [
     "lease_ttl_of",
     "let_go",
     "new_holder",
+    "open_store",
     "store_bound",
     "store_deadline",
 ]

@@ -12,9 +12,11 @@ from contextvars import ContextVar
 
 __all__ = ["STATUS_BUDGET", "best_effort", "store_bound", "store_deadline"]
 
-STATUS_BUDGET = 0.5
-"""Seconds a best-effort store write (a status read) may wait for a busy store: a store locked by
-another connection must not make a task that has ended look timed out."""
+STATUS_BUDGET = 2.0
+"""Seconds a best-effort store write (a status read) may wait for a busy store, at most a quarter
+of the time its caller has left: a store locked by another connection must not make a task that
+has ended look timed out, while processes taking turns at one file (each a few milliseconds, up
+to a second on a loaded machine) still get their statuses through."""
 
 _BOUND: ContextVar[float | None] = ContextVar("mcp_tasks_store_bound", default=None)
 
@@ -39,8 +41,12 @@ def store_bound() -> float | None:
 
 @contextmanager
 def best_effort() -> Iterator[None]:
-    """Store calls made inside give up on a busy store after `STATUS_BUDGET` seconds (or at the
-    bound already set, if earlier): for writes a wait can do without, such as a status's.
+    """Store calls made inside give up on a busy store after `STATUS_BUDGET` seconds, or a
+    quarter of the time to the bound already set if that is less: for writes a wait can do
+    without, such as a status's.
     """
-    with store_deadline(time.monotonic() + STATUS_BUDGET):
+    now = time.monotonic()
+    outer = _BOUND.get()
+    budget = STATUS_BUDGET if outer is None else min(STATUS_BUDGET, max(outer - now, 0.0) / 4)
+    with store_deadline(now + budget):
         yield

@@ -9,12 +9,12 @@ import logging
 import os
 import random
 import sqlite3
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from types import TracebackType
 from typing import Any, TypeVar
 
 from mcp_tasks._redact import short_id
@@ -24,65 +24,15 @@ from mcp_tasks._store._error import StoreError, lease_lost
 from mcp_tasks._store._holder import holder_gone
 from mcp_tasks._store._protocol import LEASE_TTL, check_lease_ttl, claim_limit
 from mcp_tasks._store._ref import TaskRef
+from mcp_tasks._store._sqlite_file import SCHEMA, STORE_ENV, TABLES, check_layout, default_store_path
 
-__all__ = ["SCHEMA", "SqliteTaskStore", "StoreError", "default_store_path"]
+__all__ = ["SCHEMA", "STORE_ENV", "SqliteTaskStore", "StoreError", "default_store_path"]
 
 log = logging.getLogger("mcp_tasks")
 T = TypeVar("T")
 
-SCHEMA = 1
-"""The layout of the file (``PRAGMA user_version``); a larger one was made by a newer mcp_tasks.
-An optional field of a `TaskRef` (``trace_context``) lives in its JSON, not in a column: files
-stay at this layout, so older mcp_tasks versions keep opening them."""
-STORE_ENV = "MCP_TASKS_STORE"
 DEFAULT_KEEP_FINISHED = 7 * 24 * 3600.0
 PRUNE_EVERY = 64
-
-_TABLES = """
-CREATE TABLE IF NOT EXISTS tasks (
-    task_id TEXT PRIMARY KEY,
-    finished INTEGER NOT NULL,
-    created_at REAL NOT NULL,
-    updated_at REAL NOT NULL,
-    ref TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS tasks_finished ON tasks (finished, updated_at);
-CREATE TABLE IF NOT EXISTS answers (
-    task_id TEXT NOT NULL,
-    key TEXT NOT NULL,
-    response TEXT NOT NULL,
-    acknowledged INTEGER NOT NULL,
-    written_at REAL NOT NULL,
-    PRIMARY KEY (task_id, key)
-);
-CREATE TABLE IF NOT EXISTS leases (
-    task_id TEXT PRIMARY KEY,
-    holder TEXT NOT NULL,
-    expires REAL NOT NULL
-);
-"""
-_COLUMNS = {
-    "tasks": ("task_id", "finished", "created_at", "updated_at", "ref"),
-    "answers": ("task_id", "key", "response", "acknowledged", "written_at"),
-    "leases": ("task_id", "holder", "expires"),
-}
-"""What a task store file has (another program's SQLite file has not)."""
-
-
-def default_store_path() -> Path:
-    """The store file when none is named: ``$MCP_TASKS_STORE``, else ``tasks.sqlite3`` in the
-    user's data folder (XDG_DATA_HOME on Linux, LOCALAPPDATA on Windows).
-    """
-    named = os.environ.get(STORE_ENV)
-    if named:
-        return Path(named).expanduser()
-    if os.name == "nt":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Application Support"
-    else:
-        base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
-    return base / "mcp_tasks" / "tasks.sqlite3"
 
 
 def _busy(exc: sqlite3.Error) -> bool:
@@ -129,47 +79,16 @@ class SqliteTaskStore:
             raise StoreError(f"cannot create the task store {self.path}: {exc.strerror or exc}") from exc
 
     def _prepare(self, db: sqlite3.Connection) -> None:
-        self._check_layout(db)  # before anything changes: another program's file stays as it is
+        check_layout(db, self.path)  # before anything changes: another program's file stays as it is
         if str(db.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
             db.execute("PRAGMA journal_mode=WAL")
         with self._write(db):
-            found = self._check_layout(db)
+            found = check_layout(db, self.path)
             if found == 0:
-                for statement in _TABLES.split(";"):
+                for statement in TABLES.split(";"):
                     if statement.strip():
                         db.execute(statement)
             db.execute(f"PRAGMA user_version={SCHEMA}")  # a write: fails now, not at the first task, when it cannot
-
-    def _check_layout(self, db: sqlite3.Connection) -> int:
-        """The file's schema version, once it is known to be a task store's or empty (StoreError
-        naming what else it holds otherwise).
-        """
-        found = int(db.execute("PRAGMA user_version").fetchone()[0])
-        self._check_schema(found)
-        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if found == 0 and not tables:
-            return 0
-        missing = [
-            f"{table}.{column}"
-            for table, columns in _COLUMNS.items()
-            for column in columns
-            if column not in {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
-        ]
-        if found == 0 or missing:
-            held = ", ".join(sorted(tables)[:5]) + (", …" if len(tables) > 5 else "")
-            raise StoreError(
-                f"{self.path} is not a task store (it holds the tables {held or 'none'}"
-                f"{'; without ' + ', '.join(missing[:3]) if found and missing else ''}): it was left as it is; "
-                "name another file for the task store"
-            )
-        return found
-
-    def _check_schema(self, found: int) -> None:
-        if found > SCHEMA:
-            raise StoreError(
-                f"the task store {self.path} was made by a newer mcp_tasks (schema {found}; this one "
-                f"reads {SCHEMA}): upgrade mcp_tasks, or name another store"
-            )
 
     @contextmanager
     def _connect(self, deadline: float) -> Iterator[sqlite3.Connection]:
@@ -420,6 +339,19 @@ class SqliteTaskStore:
             return taken
 
         return self._run(work) if count else []
+
+    def close(self) -> None:
+        """Nothing to close (each call opens and closes its own connection): there so that any
+        store `open_store` gives can be closed, or used as a context manager, alike.
+        """
+
+    def __enter__(self) -> SqliteTaskStore:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.close()
 
     def __repr__(self) -> str:
         return f"<SqliteTaskStore {self.path}>"

@@ -13,6 +13,7 @@ from mcp_tasks._status import Status
 from mcp_tasks._store._protocol import TaskStore
 from mcp_tasks._tasks._driver import INPUT_WORKERS, TaskFuture, futures_of
 from mcp_tasks._tasks._helpers import call_tool
+from mcp_tasks._tasks._observer import follow_future
 from mcp_tasks._tasks._options import InputOption, OnStatus, settings_of
 from mcp_tasks._tasks._record import record_created, store_of
 
@@ -64,11 +65,13 @@ def submit(
     called = call_tool(client, name, arguments, timeout=timeout, meta=meta)
     if isinstance(called, dict):
         future = TaskFuture(client, None)
+        follow_future(settings.on_status, future)  # a display of the batch counts it
         future.set_result(called)
         return future
     if settings.store is not UNSET and settings.store is not store_of(client):
         record_created(client, called, name, settings.store)  # a store of this call's own keeps it too
     future = TaskFuture(client, called)
+    follow_future(settings.on_status, future)
     futures_of(client.channel).watch_future(future, called, settings, listen)
     return future
 
@@ -85,5 +88,6 @@ def bind_future(client: Client, status: Status, **options: Unpack[SubmitOptions]
             raise TypeError(f"bind_future() got an unexpected keyword argument {name!r}")
     settings, listen = settings_of({**options, "timeout": None}, "bind_future")
     future = TaskFuture(client, status)
+    follow_future(settings.on_status, future)
     futures_of(client.channel).watch_future(future, status, settings, listen)
     return future

@@ -20,6 +20,7 @@ from mcp_tasks._errors import INVALID_PARAMS, McpError, RequestTimeout, TaskTime
 from mcp_tasks._status import Era, Status, TaskState
 from mcp_tasks._tasks._failed import FailedWait
 from mcp_tasks._tasks._helpers import task_id_of
+from mcp_tasks._tasks._observer import report_failed
 from mcp_tasks._tasks._options import WaitSettings
 from mcp_tasks._tasks._record import saved_ref
 from mcp_tasks._tasks._schedule import delay, expired, gone
@@ -369,6 +370,7 @@ class Group:
 
     def _fail(self, member: Member, error: Exception) -> None:
         member.error = error
+        report_failed(member.wait.settings.on_status, member.outcome())  # no status says so
         self._end_trace(member, error)
         self._close_member(member)
 

@@ -11,6 +11,7 @@ from mcp_tasks._clock import Deadline
 from mcp_tasks._errors import InputRequired, TaskCancelled, TaskFailed
 from mcp_tasks._options import UNSET, check_meta, resolve_timeout
 from mcp_tasks._status import Status, TaskState
+from mcp_tasks._tasks._asked import remember_tool
 from mcp_tasks._tasks._failed import FailedWait
 from mcp_tasks._tasks._protocol import TaskProtocol, protocol_of
 from mcp_tasks._tasks._record import record_created, record_status, store_of
@@ -89,6 +90,7 @@ def call_tool(
     protocol, deadline = _start(client, timeout)
     called = protocol.create(name, arguments, deadline, meta)
     if isinstance(called, Status):
+        remember_tool(client, called.task_id, name)  # its questions name it
         record_created(client, called, name, store_of(client), deadline)
     return called
 

@@ -19,6 +19,7 @@ from mcp_tasks._status import Status
 from mcp_tasks._store._protocol import TaskStore
 from mcp_tasks._tasks._group import Group, Member
 from mcp_tasks._tasks._helpers import cancel_task, task_id_of
+from mcp_tasks._tasks._observer import expect_set
 from mcp_tasks._tasks._options import CANCEL_BUDGET, InputOption, OnStatus, settings_of
 
 if TYPE_CHECKING:
@@ -86,8 +87,8 @@ def _group(client: Client, tasks: Iterable[str | Status], options: Mapping[str, 
         )
     settings, listen = settings_of(options, caller)
     tasks = list(tasks)
-    for task in tasks:
-        task_id_of(task)  # a bad reference fails before anything is sent
+    ids = [task_id_of(task) for task in tasks]  # a bad reference fails before anything is sent
+    expect_set(settings.on_status, ids)  # a display of the set counts them from the start
     cancel = _cancel_pending(client) if settings.cancel_on_timeout else None
     group = Group(client, settings, listen, Deadline(settings.timeout), on_timeout=cancel)
     try:

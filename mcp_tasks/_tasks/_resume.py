@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from mcp_tasks._client import Client
+from mcp_tasks._input import InputHandlers
 from mcp_tasks._options import UNSET
 from mcp_tasks._redact import short_id
 from mcp_tasks._store import TaskRef, TaskStore
@@ -43,6 +44,7 @@ def resume(
     client: Client | None = None,
     auth: AuthBase | tuple[str, str] | None = None,
     headers: Mapping[str, str] | None = None,
+    input_handlers: InputHandlers | None = None,
     trace: bool = False,
     tracer_provider: TracerProvider | None = None,
     propagate_baggage: bool = False,
@@ -57,6 +59,8 @@ def resume(
     2025-era task's session) and closed after. A stdio or direct task can only be resumed through
     a `client` you pass: its server lived in the process that started it. With a `store`, the end
     is recorded there, and answers never acknowledged are sent again before any handler is asked.
+    `input_handlers` answer the task's input on the client it opens (a 2025-era task asks what
+    the session that started it declared: see the client option ``declare_input``).
     `trace`/`tracer_provider` (and `propagate_baggage`) trace the client it opens (as the client
     factories' options do);
     a traced wait's span links to the ``tools/call`` that created the task, from the trace
@@ -65,6 +69,8 @@ def resume(
     given: Any = wait_options.get("store", UNSET)
     store: TaskStore | None = given if given is not UNSET else None
     if client is not None:
+        if input_handlers is not None:
+            raise TypeError("resume() takes input_handlers only for the client it opens: give them to your client")
         task = _ref(ref, store if store is not None else client.channel.settings.store)
         return _waited(client, task, wait_options)
     task = _ref(ref, store)
@@ -79,6 +85,7 @@ def resume(
         auth=auth,
         headers=headers,
         session_id=session,
+        input_handlers=input_handlers,
         trace=trace,
         tracer_provider=tracer_provider,
         propagate_baggage=propagate_baggage,

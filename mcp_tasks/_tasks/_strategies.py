@@ -10,6 +10,7 @@ from typing import Any, Protocol, cast
 from mcp_tasks._errors import InputError
 from mcp_tasks._input import InputHandlers, NoHandler, answer_all, input_failure
 from mcp_tasks._status import Status
+from mcp_tasks._tasks._asked import asking_about
 
 __all__ = ["FunctionStrategy", "HandlersStrategy", "InputStrategy", "ReturnStrategy", "resolve_strategy"]
 
@@ -36,9 +37,17 @@ class HandlersStrategy:
         """See `InputStrategy.answer`."""
         handlers: InputHandlers = self._handlers or client.input_handlers
         try:
-            return answer_all(handlers, pending, status.with_input_requests(pending))
+            with asking_about(client, status.task_id):  # the questions name their task
+                return answer_all(handlers, pending, status.with_input_requests(pending))
         except NoHandler:
             return None
+
+    def answers_nothing(self, client: Any) -> bool:
+        """Whether no handler is set at all (a 2025-era wait then leaves the server's request
+        pending for a later process, rather than fetch it only to refuse it).
+        """
+        handlers: InputHandlers = self._handlers or client.input_handlers
+        return not handlers.kinds
 
     def __repr__(self) -> str:
         return "HandlersStrategy()"

@@ -26,7 +26,7 @@ from mcp_tasks._tasks._options import WaitSettings
 from mcp_tasks._tasks._protocol import TaskProtocol, protocol_of
 from mcp_tasks._tasks._record import Recorder, store_of
 from mcp_tasks._tasks._side import side_of
-from mcp_tasks._tasks._strategies import ReturnStrategy
+from mcp_tasks._tasks._strategies import HandlersStrategy, ReturnStrategy
 from mcp_tasks._trace_hook import NO_TASK_TRACE, TaskTrace
 
 if TYPE_CHECKING:
@@ -191,6 +191,8 @@ class TaskWait:
         if status.status is TaskState.INPUT_REQUIRED:
             pending = {k: v for k, v in status.input_requests.items() if k not in self.answered}
             if not pending:
+                if self.protocol.era == "legacy" and self._unanswered():
+                    return status  # the request waits on the server for a process that answers it
                 return None  # the server has not caught up with what this wait sent
             if not self.recorder.may_answer():  # leased elsewhere (read only), or just taken (read again)
                 if not self.recorder.holding and isinstance(self.settings.input, ReturnStrategy):
@@ -244,7 +246,12 @@ class TaskWait:
             return self._stopped_or_raise()
 
     def _needs_drive(self, status: Status) -> bool:
-        return self.protocol.era == "legacy" and status.status is TaskState.INPUT_REQUIRED
+        return self.protocol.era == "legacy" and status.status is TaskState.INPUT_REQUIRED and not self._unanswered()
+
+    def _unanswered(self) -> bool:
+        """No handler here: a 2025-era request is left on the server (for `resume` elsewhere)."""
+        strategy = self.settings.input
+        return isinstance(strategy, HandlersStrategy) and strategy.answers_nothing(self.client)
 
     def _drive(self, status: Status) -> Status:
         """Move a 2025-era task that needs input along (its input answered as the server asks);

@@ -12,7 +12,6 @@ import email.utils
 import http.client
 import socket
 import ssl
-import urllib.parse
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Final
@@ -22,14 +21,14 @@ import urllib3
 
 from mcp_tasks._clock import Deadline
 from mcp_tasks._errors import AUTHORIZATION_FAILED, McpError, ProtocolError, RequestTimeout, TransportError
-from mcp_tasks._redact import redact_text
+from mcp_tasks._redact import redact_text, shown_endpoint
 from mcp_tasks._wire import loads
 
 if TYPE_CHECKING:
     from mcp_tasks.transports._body import Response
     from mcp_tasks.transports._watchdog import Watch
 
-__all__ = ["EXCERPT", "RETRY_STATUSES", "check_status", "describe", "excerpt", "failure", "rpc_error", "shown"]
+__all__ = ["EXCERPT", "RETRY_STATUSES", "check_status", "describe", "excerpt", "failure", "rpc_error"]
 
 RETRY_STATUSES: Final = frozenset({429, 502, 503, 504})
 
@@ -83,7 +82,7 @@ def check_status(response: Response, deadline: Deadline, cap: int) -> None:
     if 300 <= status < 400:
         location = response.headers.get("Location", "")
         raise TransportError(
-            f"{title} from {where}: redirected to {shown(location)}, which this client does not follow",
+            f"{title} from {where}: redirected to {shown_endpoint(location)}, which this client does not follow",
             data={"status": status},
         )
     raise TransportError(f"{title} from {where}{_snippet(body)}", data={"status": status})
@@ -179,13 +178,3 @@ def _retry_after(value: str | None) -> float | None:
 def _snippet(body: bytes) -> str:
     text = excerpt(body)
     return f": {text}" if text else ""
-
-
-def shown(url: str) -> str:
-    """A URL fit for messages: no credentials, no query (it may carry a key)."""
-    parts = urllib.parse.urlsplit(url)
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    port = f":{parts.port}" if parts.port else ""
-    return urllib.parse.urlunsplit((parts.scheme, host + port, parts.path, "", ""))

@@ -97,6 +97,7 @@ from requests.utils import select_proxy
 
 from mcp_tasks._clock import Deadline, wait_sliced
 from mcp_tasks._errors import McpError, SessionExpired, TransportError
+from mcp_tasks._redact import shown_endpoint
 from mcp_tasks._wire import (
     META_PROTOCOL_VERSION,
     PROTOCOL_VERSION,
@@ -111,7 +112,7 @@ from mcp_tasks.transports._auth_flow import send_through_auth
 from mcp_tasks.transports._base import Message, RequestId, Sent, Stream, Transport, request_ids
 from mcp_tasks.transports._body import Response
 from mcp_tasks.transports._direct import DirectPool
-from mcp_tasks.transports._failures import check_status, failure, rpc_error, shown
+from mcp_tasks.transports._failures import check_status, failure, rpc_error
 from mcp_tasks.transports._plumbing import WatchedAdapter
 from mcp_tasks.transports._session import (
     Awaited,
@@ -185,7 +186,7 @@ class HttpTransport(Transport):
         template = session.prepare_request(requests.Request("POST", url))
         assert template.url is not None
         self.url: str = template.url
-        self._where = shown(self.url)
+        self._where = shown_endpoint(self.url)
         parts = urllib.parse.urlsplit(self.url)
         self._path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         fixed = requests.structures.CaseInsensitiveDict(dict(headers or {}))

@@ -1,0 +1,70 @@
+"""The PostgreSQL store's connections: a psycopg pool per process. A process forked from one that
+had opened the store (a web server's workers, forked after the app loaded) gets a pool of its own
+at its first call; the parent's connections are left to the parent, never used nor closed here.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg_pool import ConnectionPool
+
+    Conn = psycopg.Connection[tuple[Any, ...]]
+
+__all__ = ["Pools"]
+
+
+class Pools:
+    """The pool of the current process for one store (threads named ``mcp_tasks-postgres-…``)."""
+
+    def __init__(self, conninfo: str, *, size: int, connect_timeout: int, busy_timeout: float) -> None:
+        self._conninfo = conninfo
+        self._size = size
+        self._connect = {"connect_timeout": connect_timeout}
+        self._busy_timeout = busy_timeout
+        self._lock = threading.Lock()
+        self._inherited: list[ConnectionPool[Conn]] = []  # a parent's pools: kept from the garbage collector
+        self._pid = os.getpid()
+        self._pool = self._new()
+
+    def _new(self) -> ConnectionPool[Conn]:
+        from psycopg_pool import ConnectionPool
+
+        timeout_ms = int(self._busy_timeout * 1000)
+
+        def configure(conn: Conn) -> None:
+            conn.execute(f"SET statement_timeout = {timeout_ms}")
+            conn.commit()
+
+        pool: ConnectionPool[Conn] = ConnectionPool(
+            self._conninfo,
+            min_size=1,
+            max_size=self._size,
+            kwargs=self._connect,
+            configure=configure,
+            name="mcp_tasks-postgres",
+            timeout=self._busy_timeout,
+            num_workers=2,
+            open=False,
+        )
+        pool.open(wait=False)
+        return pool
+
+    def get(self) -> ConnectionPool[Conn]:
+        """The pool of the current process (made now in a process forked since the last call)."""
+        if self._pid != os.getpid():
+            with self._lock:
+                if self._pid != os.getpid():
+                    self._inherited.append(self._pool)
+                    self._pool = self._new()
+                    self._pid = os.getpid()
+        return self._pool
+
+    def close(self) -> None:
+        """Close this process's pool (joining its threads); a parent's is left to the parent."""
+        if self._pid == os.getpid():
+            self._pool.close()

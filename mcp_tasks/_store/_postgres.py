@@ -1,0 +1,381 @@
+"""`PostgresTaskStore`: the task store shared by the processes of many machines, on PostgreSQL
+(psycopg 3 and its connection pool, from the ``postgres`` extra). One transaction per method;
+lease times are the database's clock; `claim` skips the rows another claimer has locked.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from mcp_tasks._redact import short_id
+from mcp_tasks._status import Status
+from mcp_tasks._store._bound import store_bound
+from mcp_tasks._store._error import StoreError, lease_lost
+from mcp_tasks._store._holder import holder_gone, machine_id, pid_namespace
+from mcp_tasks._store._pg_pool import Pools
+from mcp_tasks._store._pg_schema import check_conninfo, check_schema_name, load_psycopg, migrate, pg_error, server_name
+from mcp_tasks._store._protocol import LEASE_TTL, check_lease_ttl, claim_limit
+from mcp_tasks._store._ref import TaskRef
+
+if TYPE_CHECKING:
+    import psycopg
+
+    Conn = psycopg.Connection[tuple[Any, ...]]
+
+__all__ = ["PostgresTaskStore"]
+
+log = logging.getLogger("mcp_tasks")
+T = TypeVar("T")
+
+DEFAULT_KEEP_FINISHED = 7 * 24 * 3600.0
+PRUNE_EVERY = 64
+LAST_TRY_MS = 100  # what a call whose caller's bound has (all but) passed still gets: one quick try
+_RETRIED = ("40001", "40P01")  # serialization failure, deadlock detected: tried again
+
+
+class PostgresTaskStore:
+    """A `TaskStore` on PostgreSQL, for the processes of many machines: its tables live in
+    `schema` (created, and migrated, on first use; versioned), reached through a pool of up to
+    `pool_size` connections (safe for many threads). `conninfo` is a libpq connection string or
+    a ``postgresql://`` URL. Lease times are the database's ``now()``; the waits on its tasks take
+    leases of `lease_ttl` seconds. A call waits up to `busy_timeout` seconds for a connection and
+    its statements (less within a caller's deadline). Finished tasks not touched for
+    `keep_finished` seconds (a week) are pruned. `close()` it, or use it as a context manager.
+
+    Errors are `StoreError` naming the server (``host:port/database``), never the password.
+    """
+
+    def __init__(
+        self,
+        conninfo: str,
+        *,
+        schema: str = "mcp_tasks",
+        lease_ttl: float = LEASE_TTL,
+        keep_finished: float = DEFAULT_KEEP_FINISHED,
+        busy_timeout: float = 30.0,
+        connect_timeout: float = 10.0,
+        pool_size: int = 10,
+    ) -> None:
+        if not isinstance(conninfo, str) or not conninfo.strip():
+            raise TypeError("conninfo must be a PostgreSQL connection string or URL")
+        if not busy_timeout > 0 or not keep_finished > 0 or not connect_timeout > 0:
+            raise ValueError("busy_timeout, keep_finished and connect_timeout must be positive numbers of seconds")
+        if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
+            raise ValueError(f"pool_size must be a whole number, 1 or more, got {pool_size!r}")
+        load_psycopg()
+        import psycopg
+
+        check_conninfo(conninfo)
+
+        self.schema = check_schema_name(schema)
+        self.server = server_name(conninfo)
+        self.lease_ttl = check_lease_ttl(lease_ttl)
+        self.keep_finished = float(keep_finished)
+        self.busy_timeout = float(busy_timeout)
+        self._conninfo = conninfo
+        self._writes = 0
+        self._lock = threading.Lock()
+        self._closed = False
+        s = f'"{self.schema}"'
+        self._tasks, self._answers, self._leases = f"{s}.tasks", f"{s}.answers", f"{s}.leases"
+        connect = {"connect_timeout": max(1, math.ceil(connect_timeout))}
+        try:
+            with psycopg.connect(conninfo, autocommit=True, **connect) as conn:  # type: ignore[arg-type]
+                migrate(conn, self.schema, self.server)
+        except psycopg.Error as exc:
+            raise self._error(exc, "cannot open it") from None
+        self._pools = Pools(
+            conninfo, size=pool_size, connect_timeout=connect["connect_timeout"], busy_timeout=busy_timeout
+        )
+
+    # -- the connection ------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the pool's connections (and join its threads); the store cannot be used after."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._pools.close()
+
+    def __enter__(self) -> PostgresTaskStore:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _error(self, exc: Exception, doing: str = "cannot use it") -> StoreError:
+        return pg_error(exc, f"the task store on {self.server}, schema {self.schema}", self._conninfo, doing)
+
+    def _run(self, work: Callable[[Conn], T]) -> T:
+        """`work` in one transaction of a pooled connection, within `busy_timeout` or the caller's
+        bound (`store_deadline`); a serialization failure, a deadlock or a broken connection is
+        tried again in that time; any other failure is a `StoreError` naming the server.
+        """
+        import psycopg
+        from psycopg_pool import PoolTimeout
+
+        if self._closed:
+            raise StoreError(f"the task store on {self.server} is closed")
+        deadline = time.monotonic() + self.busy_timeout
+        bound = store_bound()
+        bounded = bound is not None and bound < deadline
+        if bound is not None and bounded:
+            deadline = bound
+        pause = 0.005
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                with self._pools.get().connection(timeout=max(left, 0.001)) as conn:
+                    if bounded:
+                        ms = max(int(left * 1000), LAST_TRY_MS)  # past the bound: one quick try
+                        conn.execute(f"SET LOCAL statement_timeout = {ms}")
+                    return work(conn)
+            except StoreError:
+                raise
+            except PoolTimeout as exc:
+                raise StoreError(
+                    f"the task store on {self.server}: no connection within "
+                    f"{'the caller' + chr(39) + 's deadline' if bounded else f'{self.busy_timeout:g} s'} ({exc})"
+                ) from None
+            except psycopg.Error as exc:
+                code = getattr(exc, "sqlstate", None)
+                again = code in _RETRIED or (isinstance(exc, psycopg.OperationalError) and code is None)
+                if again and time.monotonic() + pause < deadline:
+                    time.sleep(pause)
+                    pause = min(pause * 2, 0.2)
+                    continue
+                raise self._error(exc) from None
+            except ValueError as exc:  # a record that does not decode (NewerRecord included)
+                raise StoreError(f"the task store on {self.server} has a record it cannot read: {exc}") from exc
+
+    # -- tasks ---------------------------------------------------------------------------------
+
+    def record(self, ref: TaskRef) -> None:
+        """See `TaskStore.record`; now and then, finished tasks older than `keep_finished` go."""
+        if not isinstance(ref, TaskRef):
+            raise TypeError(f"expected a TaskRef, got {type(ref).__name__}")
+        with self._lock:
+            self._writes += 1
+            prune = self._writes % PRUNE_EVERY == 1
+        row = (ref.task_id, ref.finished, ref.created_at, ref.to_json())
+
+        def work(conn: Conn) -> None:
+            conn.execute(
+                f"INSERT INTO {self._tasks} (task_id, finished, created_at, ref) VALUES (%s, %s, %s, %s) "
+                "ON CONFLICT (task_id) DO UPDATE SET finished = EXCLUDED.finished, created_at = EXCLUDED.created_at, "
+                "updated_at = now(), ref = EXCLUDED.ref",
+                row,
+            )
+            if prune:
+                self._prune(conn)
+
+        self._run(work)
+
+    def _prune(self, conn: Conn) -> None:
+        gone = conn.execute(
+            f"WITH gone AS (DELETE FROM {self._tasks} WHERE finished AND updated_at < now() - make_interval(secs => "
+            f"%s::float8) RETURNING task_id), a AS (DELETE FROM {self._answers} WHERE task_id IN (SELECT task_id FROM "
+            f"gone)), l AS (DELETE FROM {self._leases} WHERE task_id IN (SELECT task_id FROM gone)) "
+            "SELECT count(*) FROM gone",
+            (self.keep_finished,),
+        ).fetchone()
+        if gone is not None and gone[0]:
+            log.debug("pruned %d finished task(s) from %s", gone[0], self.server)
+
+    def update(self, task_id: str, status: Status) -> None:
+        """See `TaskStore.update`."""
+        if not isinstance(status, Status):
+            raise TypeError(f"expected a Status, got {type(status).__name__}")
+
+        def work(conn: Conn) -> None:
+            row = conn.execute(f"SELECT ref FROM {self._tasks} WHERE task_id = %s FOR UPDATE".encode(), (task_id,))
+            found = row.fetchone()
+            if found is None:
+                return
+            ref = TaskRef.from_json(found[0]).with_status(status)
+            conn.execute(
+                f"UPDATE {self._tasks} SET finished = %s, updated_at = now(), ref = %s WHERE task_id = %s",
+                (ref.finished, ref.to_json(), task_id),
+            )
+
+        self._run(work)
+
+    def get(self, task_id: str) -> TaskRef | None:
+        """See `TaskStore.get`."""
+
+        def work(conn: Conn) -> TaskRef | None:
+            row = conn.execute(f"SELECT ref FROM {self._tasks} WHERE task_id = %s".encode(), (task_id,)).fetchone()
+            return TaskRef.from_json(row[0]) if row is not None else None
+
+        return self._run(work)
+
+    def unfinished(self) -> list[TaskRef]:
+        """See `TaskStore.unfinished`."""
+
+        def work(conn: Conn) -> list[TaskRef]:
+            query = f"SELECT ref FROM {self._tasks} WHERE NOT finished ORDER BY created_at, task_id"
+            return [TaskRef.from_json(row[0]) for row in conn.execute(query.encode()).fetchall()]
+
+        return self._run(work)
+
+    def forget(self, task_id: str) -> None:
+        """See `TaskStore.forget`."""
+
+        def work(conn: Conn) -> None:
+            conn.execute(
+                f"WITH a AS (DELETE FROM {self._answers} WHERE task_id = %(t)s), l AS (DELETE FROM {self._leases} "
+                f"WHERE task_id = %(t)s) DELETE FROM {self._tasks} WHERE task_id = %(t)s",
+                {"t": task_id},
+            )
+
+        self._run(work)
+
+    # -- the ledger ----------------------------------------------------------------------------
+
+    def _fence(self, conn: Conn, task_id: str, holder: str | None, what: str) -> None:
+        """Refuse (StoreError, rolling back) unless `holder` holds the lease now; the lease row is
+        locked until the write commits, so no one takes it over in between.
+        """
+        if holder is None:
+            return
+        held = conn.execute(
+            f"SELECT 1 FROM {self._leases} WHERE task_id = %s AND holder = %s AND expires > now() FOR SHARE",
+            (task_id, holder),
+        ).fetchone()
+        if held is None:
+            raise lease_lost(task_id, f"the task store on {self.server}", what)
+
+    def write_answers(self, task_id: str, answers: Mapping[str, Any], *, holder: str | None = None) -> None:
+        """See `TaskStore.write_answers` (committed before it returns)."""
+        rows = [(task_id, str(key), json.dumps(value)) for key, value in answers.items()]
+
+        def work(conn: Conn) -> None:
+            self._fence(conn, task_id, holder, "its answers were not written")
+            with conn.cursor() as cursor:
+                cursor.executemany(
+                    f"INSERT INTO {self._answers} (task_id, key, response, acknowledged) VALUES (%s, %s, %s, false) "
+                    "ON CONFLICT (task_id, key) DO UPDATE SET response = EXCLUDED.response, acknowledged = false, "
+                    "written_at = now()",
+                    rows,
+                )
+
+        self._run(work)
+
+    def acknowledge(self, task_id: str, keys: Iterable[str], *, holder: str | None = None) -> None:
+        """See `TaskStore.acknowledge`."""
+        names = [str(key) for key in keys]
+
+        def work(conn: Conn) -> None:
+            self._fence(conn, task_id, holder, "its answers were not acknowledged")
+            conn.execute(
+                f"UPDATE {self._answers} SET acknowledged = true WHERE task_id = %s AND key = ANY(%s)",
+                (task_id, names),
+            )
+
+        self._run(work)
+
+    def unacknowledged(self, task_id: str) -> dict[str, Any]:
+        """See `TaskStore.unacknowledged`."""
+
+        def work(conn: Conn) -> dict[str, Any]:
+            rows = conn.execute(
+                f"SELECT key, response FROM {self._answers} WHERE task_id = %s AND NOT acknowledged ORDER BY key",
+                (task_id,),
+            ).fetchall()
+            return {key: json.loads(response) for key, response in rows}
+
+        return self._run(work)
+
+    # -- leases --------------------------------------------------------------------------------
+
+    def acquire(self, task_id: str, holder: str, ttl: float) -> bool:
+        """See `TaskStore.acquire` (expiry on the database's clock)."""
+
+        def work(conn: Conn) -> bool:
+            taken = conn.execute(
+                f"INSERT INTO {self._leases} AS l VALUES (%(t)s, %(h)s, now() + make_interval(secs => %(ttl)s::float8))"
+                " "
+                "ON CONFLICT (task_id) DO UPDATE SET holder = EXCLUDED.holder, expires = EXCLUDED.expires "
+                "WHERE l.holder = EXCLUDED.holder OR l.expires <= now() RETURNING holder",
+                {"t": task_id, "h": holder, "ttl": float(ttl)},
+            ).fetchone()
+            if taken is not None:
+                return True
+            row = conn.execute(
+                f"SELECT holder FROM {self._leases} WHERE task_id = %s FOR UPDATE".encode(), (task_id,)
+            ).fetchone()
+            if row is None or not holder_gone(row[0]):
+                return False
+            conn.execute(
+                f"UPDATE {self._leases} SET holder = %s, expires = now() + make_interval(secs => %s::float8) "
+                "WHERE task_id = %s",
+                (holder, float(ttl), task_id),
+            )
+            log.debug("task %s: lease taken over from a holder gone", short_id(task_id))
+            return True
+
+        return self._run(work)
+
+    def renew(self, task_id: str, holder: str, ttl: float) -> bool:
+        """See `TaskStore.renew`."""
+
+        def work(conn: Conn) -> bool:
+            done = conn.execute(
+                f"UPDATE {self._leases} SET expires = now() + make_interval(secs => %s::float8) "
+                "WHERE task_id = %s AND holder = %s",
+                (float(ttl), task_id, holder),
+            )
+            return done.rowcount == 1
+
+        return self._run(work)
+
+    def release(self, task_id: str, holder: str) -> None:
+        """See `TaskStore.release`."""
+
+        def work(conn: Conn) -> None:
+            conn.execute(f"DELETE FROM {self._leases} WHERE task_id = %s AND holder = %s".encode(), (task_id, holder))
+
+        self._run(work)
+
+    def claim(self, holder: str, ttl: float, limit: int) -> list[TaskRef]:
+        """See `TaskStore.claim`: the rows other claimers hold locked are skipped (``FOR UPDATE
+        SKIP LOCKED``), so concurrent claimers take different tasks without waiting on each other.
+        """
+        count = claim_limit(limit)
+        if not count:
+            return []
+        here = f"{machine_id()}/{pid_namespace()}/"
+
+        def work(conn: Conn) -> list[TaskRef]:
+            mine = conn.execute(  # leases of this machine's processes: those gone are free
+                f"SELECT l.holder FROM {self._leases} l JOIN {self._tasks} t USING (task_id) "
+                "WHERE NOT t.finished AND l.expires > now() AND starts_with(l.holder, %s)",
+                (here,),
+            ).fetchall()
+            gone = sorted({row[0] for row in mine if row[0] != holder and holder_gone(row[0])})
+            rows = conn.execute(
+                f"WITH free AS (SELECT t.task_id, t.ref, t.created_at FROM {self._tasks} t LEFT JOIN {self._leases} l "
+                "ON l.task_id = t.task_id WHERE NOT t.finished AND (l.task_id IS NULL OR l.expires <= now() OR "
+                "l.holder = ANY(%(gone)s)) ORDER BY t.created_at, t.task_id LIMIT %(n)s FOR UPDATE OF t SKIP LOCKED), "
+                f"taken AS (INSERT INTO {self._leases} AS l SELECT task_id, %(h)s, now() + make_interval(secs => "
+                "%(ttl)s::float8) FROM free ON CONFLICT (task_id) DO UPDATE SET holder = EXCLUDED.holder, "
+                "expires = EXCLUDED.expires WHERE l.expires <= now() OR l.holder = ANY(%(gone)s) RETURNING task_id) "
+                "SELECT f.ref FROM free f JOIN taken USING (task_id) ORDER BY f.created_at, f.task_id",
+                {"gone": gone, "n": count, "h": holder, "ttl": float(ttl)},
+            ).fetchall()
+            return [TaskRef.from_json(row[0]) for row in rows]
+
+        return self._run(work)
+
+    def __repr__(self) -> str:
+        return f"<PostgresTaskStore {self.server} schema={self.schema}>"

@@ -1,0 +1,49 @@
+"""What the waits on a set tell an ``on_status`` that follows the whole set (`StatusDisplay`,
+`SetProgress`): the tasks of the set as it starts, the waits that failed, the futures of a batch.
+An ``on_status`` without these methods (any plain callable) is told nothing more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from concurrent.futures import Future
+from typing import Any, Protocol, runtime_checkable
+
+from mcp_tasks._status import Status
+
+__all__ = ["SetObserver", "expect_set", "follow_future", "report_failed"]
+
+
+@runtime_checkable
+class SetObserver(Protocol):
+    """An ``on_status`` that follows a set of tasks."""
+
+    def __call__(self, status: Status) -> object:
+        """A status one of the set's waits saw."""
+
+    def expect(self, task_ids: Iterable[str]) -> None:
+        """The tasks of a set wait, as it starts."""
+
+    def wait_failed(self, failed: Status) -> None:
+        """A task's wait failed (a `FailedWait`, which no status reports)."""
+
+    def follow(self, future: Future[Any]) -> None:
+        """A future of a batch (`submit`, `bind_future`), to count until it is done."""
+
+
+def expect_set(on_status: object, task_ids: Iterable[str]) -> None:
+    """Tell a set observer the tasks of its set."""
+    if isinstance(on_status, SetObserver):
+        on_status.expect(task_ids)
+
+
+def report_failed(on_status: object, failed: Status) -> None:
+    """Tell a set observer that a task's wait failed."""
+    if isinstance(on_status, SetObserver):
+        on_status.wait_failed(failed)
+
+
+def follow_future(on_status: object, future: Future[Any]) -> None:
+    """Tell a set observer of a future it is to count."""
+    if isinstance(on_status, SetObserver):
+        on_status.follow(future)
