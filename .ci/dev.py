@@ -11,8 +11,10 @@ python3 .ci/dev.py docs            the documentation site, built strictly into b
 from __future__ import annotations
 
 import configparser
+import glob
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -95,6 +97,29 @@ def ensure_docs_venv() -> Path:
     return python
 
 
+SYSTEM_PACKAGES = {
+    # Debian package: what shows it is there (the site's browser test; the store tests' cluster).
+    "chromium": lambda: bool(shutil.which("chromium") or os.path.exists("/usr/bin/chromium")),
+    "postgresql": lambda: bool(shutil.which("initdb") or glob.glob("/usr/lib/postgresql/*/bin/initdb")),
+}
+
+
+def ensure_system_packages() -> None:
+    """Install the system packages the tests use (Chromium, the PostgreSQL server) where they are
+    missing and this is a Debian machine run as root, as CI is; elsewhere say what is missing (the
+    tests that need it then fail saying so).
+    """
+    missing = [name for name, present in SYSTEM_PACKAGES.items() if not present()]
+    if not missing:
+        return
+    if shutil.which("apt-get") and hasattr(os, "geteuid") and os.geteuid() == 0:
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        run("apt-get", "update", "-qq", env=env)
+        run("apt-get", "install", "-y", "-qq", *missing, env=env)
+    else:
+        print(f"note: the tests need {' and '.join(missing)} (system packages); install them", file=sys.stderr)
+
+
 def site_digest() -> str:
     """A digest of every file the site is built from."""
     digest = hashlib.sha256()
@@ -127,6 +152,7 @@ def main(argv: list[str]) -> int:
         try:
             # Without the lint tools (see ensure_floors_venv), the mypy test has nothing to run.
             skip = ["--ignore", str(ROOT / "tests" / "test_typing.py")]
+            ensure_system_packages()
             run(ensure_floors_venv(), "-m", "pytest", "-m", "not interop", "-q", *skip, *rest)
         except subprocess.CalledProcessError as exc:
             return exc.returncode or 1
@@ -142,6 +168,7 @@ def main(argv: list[str]) -> int:
         if command == "demo":
             run(python, "-m", "mcp_tasks", "demo", *rest)
         elif command == "test":
+            ensure_system_packages()
             peers = ROOT / ".ci" / "peers.py"
             if peers.exists() and "--no-peers" not in rest:
                 run(python, peers, "install")

@@ -26,6 +26,7 @@ from mcp_tasks._errors import (
     TaskCancelled,
     TaskFailed,
     TaskTimeout,
+    ToolError,
     TransportError,
 )
 from mcp_tasks._input import InputHandlers
@@ -107,6 +108,7 @@ __all__ = [
     "TaskStore",
     "TaskTimeout",
     "TokenStore",
+    "ToolError",
     "TransportError",
     "WaitOptions",
     "__version__",

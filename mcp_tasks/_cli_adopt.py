@@ -39,6 +39,7 @@ def add_adopt_command(commands: Any, parents: list[argparse.ArgumentParser]) -> 
     )
     parser.add_argument("--limit", type=int, default=None, metavar="N", help="claim at most N tasks (default: all)")
     add_store_option(parser)
+    parser.set_defaults(target="https://")  # its clients are HTTP(S) ones, as --oauth and --header ask
 
 
 def run_adopt(

@@ -1,30 +1,43 @@
 """The command line's task store: ``--store LOCATION`` (a path, ``sqlite:///path`` or a
-``postgresql://`` URL; or ``$MCP_TASKS_STORE``, or the default file),
-``mcp-tasks tasks`` (the unfinished tasks it keeps) and the lookup of ``mcp-tasks wait TASK_ID``.
+``postgresql://`` URL; or ``$MCP_TASKS_STORE``, or the default file), ``mcp-tasks tasks`` (the
+unfinished tasks it keeps: a table, a JSON array, or JSON lines) and the lookup of a TASK_ID
+(``mcp-tasks wait TASK_ID``, a short form or prefix with a TARGET).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import time
-from typing import IO, Any
+from datetime import datetime, timezone
+from typing import IO, Any, Literal
 
+from mcp_tasks._cli_ids import pick, shown_ids
 from mcp_tasks._printable import printable
 from mcp_tasks._redact import shown_endpoint
-from mcp_tasks._store import TaskRef, TaskStore
+from mcp_tasks._store import TaskRef, TaskStore, default_store_path
 from mcp_tasks._store import open_store as open_location
 from mcp_tasks._store._error import StoreError
 from mcp_tasks._store._sqlite import STORE_ENV
 
-__all__ = ["add_store_option", "find_task", "list_tasks", "named_store", "open_store", "store_options"]
+__all__ = [
+    "add_store_option",
+    "find_task",
+    "iso_time",
+    "list_tasks",
+    "lookup_store",
+    "named_store",
+    "names_store",
+    "open_store",
+    "store_options",
+    "where",
+]
 
 STORE_HELP = (
     f"the task store: a file, sqlite:///path or a postgresql:// URL (default: ${STORE_ENV}, else tasks.sqlite3 "
     "in your data folder)"
 )
-PREFIX = 8
-"""How much of a task id the listing shows: enough to pick it with ``mcp-tasks wait``."""
 
 
 def add_store_option(parser: argparse.ArgumentParser, what: str = STORE_HELP) -> None:
@@ -47,9 +60,22 @@ def where(store: TaskStore) -> str:
 
 def named_store(args: argparse.Namespace) -> TaskStore | None:
     """The store the command names with ``--store`` or ``$MCP_TASKS_STORE``; None when it names none."""
-    if getattr(args, "store", None) is None and not os.environ.get(STORE_ENV):
-        return None
-    return open_store(args)
+    return open_store(args) if names_store(args) else None
+
+
+def names_store(args: argparse.Namespace) -> bool:
+    """Whether the command names a store (``--store`` or ``$MCP_TASKS_STORE``)."""
+    return getattr(args, "store", None) is not None or bool(os.environ.get(STORE_ENV))
+
+
+def lookup_store(args: argparse.Namespace) -> TaskStore | None:
+    """The store to look a short TASK_ID up in: the one the command names, else the default file
+    when there is one (None when there is none: it is not created for a lookup).
+    """
+    named = named_store(args)
+    if named is not None:
+        return named
+    return open_store(args) if default_store_path().exists() else None
 
 
 def store_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -58,19 +84,46 @@ def store_options(args: argparse.Namespace) -> dict[str, Any]:
     return {"store": store} if store is not None else {}
 
 
-def find_task(store: TaskStore, wanted: str) -> TaskRef:
-    """The task kept under `wanted`, or the one unfinished task whose id starts with it
-    (ValueError naming the store otherwise).
+def find_task(store: TaskStore, wanted: str, endpoint: str | None = None) -> TaskRef:
+    """The task kept under `wanted`, or the one unfinished task (of `endpoint`, when given) whose
+    id it names in both-ends form (``e294…b175``) or as a prefix; ValueError naming the store,
+    and the candidates in short form, otherwise.
     """
     exact = store.get(wanted)
-    if exact is not None:
+    if exact is not None and endpoint in (None, exact.endpoint):
         return exact
-    matches = [ref for ref in store.unfinished() if ref.task_id.startswith(wanted)]
-    if len(matches) == 1:
-        return matches[0]
-    if not matches:
-        raise ValueError(f"no task {wanted!r} in {where(store)} (list them with: mcp-tasks tasks)")
-    raise ValueError(f"{len(matches)} unfinished tasks in {where(store)} start with {wanted!r}: give more of the id")
+    refs = [ref for ref in store.unfinished() if endpoint in (None, ref.endpoint)]
+    named = where(store) if endpoint is None else f"{where(store)} (on {shown_endpoint(endpoint)})"
+    return pick(wanted, refs, lambda ref: ref.task_id, named)
+
+
+def iso_time(value: float | str | None) -> str | None:
+    """A time as the listings show it: ISO 8601 in UTC to the millisecond (``2026-07-28T09:30:00.000Z``),
+    from seconds since the epoch or a server's ISO text (text that does not parse is kept as it is).
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value)
+        except ValueError:
+            return value
+        when = parsed.replace(tzinfo=timezone.utc) if parsed.tzinfo is None else parsed.astimezone(timezone.utc)
+    else:
+        when = datetime.fromtimestamp(value, timezone.utc)
+    return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _listed(ref: TaskRef) -> dict[str, Any]:
+    """The ref as ``tasks --json`` shows it: its saved form, every time in ISO 8601 UTC."""
+    saved: dict[str, Any] = json.loads(ref.to_json())
+    saved["createdAt"] = iso_time(ref.created_at)
+    last = saved.get("lastStatus")
+    if isinstance(last, dict):
+        for key in ("createdAt", "lastUpdatedAt"):
+            if isinstance(last.get(key), str):
+                last[key] = iso_time(last[key])
+    return saved
 
 
 def _age(seconds: float) -> str:
@@ -83,27 +136,24 @@ def _age(seconds: float) -> str:
     return f"{seconds / 86400:.0f}d"
 
 
-def list_tasks(store: TaskStore, out: IO[str], *, as_json: bool) -> int:
-    """Write the store's unfinished tasks to `out`, oldest first: id prefix, tool, endpoint, age,
-    last status (with ``as_json``, each ref's JSON on a line of its own). Returns how many.
+def list_tasks(store: TaskStore, out: IO[str], *, form: Literal["table", "json", "jsonl"] = "table") -> int:
+    """Write the store's unfinished tasks to `out`, oldest first: a table (id in both-ends form,
+    tool, endpoint, age, last status), one JSON array (``json``: full ids, times in ISO 8601 UTC),
+    or each task's JSON on a line of its own (``jsonl``). Returns how many.
     """
     refs = store.unfinished()
+    if form == "json":
+        out.write(json.dumps([_listed(ref) for ref in refs], ensure_ascii=False, indent=2) + "\n")
+    elif form == "jsonl":
+        out.writelines(json.dumps(_listed(ref), ensure_ascii=False) + "\n" for ref in refs)
     now = time.time()
+    shown = shown_ids(ref.task_id for ref in refs)
     rows = []
     for ref in refs:
-        if as_json:
-            out.write(ref.to_json() + "\n")
-            continue
         status = ref.last_status.wire_status if ref.last_status is not None else "-"
-        cells = (
-            ref.task_id[:PREFIX] + "…",
-            ref.tool or "-",
-            shown_endpoint(ref.endpoint),
-            _age(now - ref.created_at),
-            status,
-        )
+        cells = (shown[ref.task_id], ref.tool or "-", shown_endpoint(ref.endpoint), _age(now - ref.created_at), status)
         rows.append(tuple(printable(cell) for cell in cells))
-    if not as_json:
+    if form == "table":
         if not rows:
             out.write(f"no unfinished tasks in {where(store)}\n")
             return 0

@@ -30,7 +30,10 @@ TARGET is one of:
 
 TARGET_HELP = "the server: an http(s) URL, module:attr, or a quoted command line (see TARGET above)"
 TOOL_HELP = "the tool's name (mcp-tasks tools TARGET lists them)"
-TASK_ID_HELP = 'the task\'s id, as printed by "mcp-tasks call" (Task created: ...)'
+TASK_ID_HELP = (
+    'the task\'s id, as printed by "mcp-tasks call" (Task created: ...), or as "mcp-tasks tasks" lists it '
+    "(e294…b175), or a prefix of one task there"
+)
 
 # What servers say for a task they do not know (-32602): "Unknown or inaccessible taskId" (the
 # reference server), "Task nope not found" (fastmcp-tasks), "Failed to retrieve task: Task not

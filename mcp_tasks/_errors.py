@@ -11,6 +11,8 @@ McpError(Exception)                            code, message, data, kind, cause
  +- TaskFailed                                 the task failed; code, message, data from its error
  +- TaskTimeout(McpError, TimeoutError)        a wait ran out of time (REQUEST_TIMEOUT, kind extension); the
  |                                             task keeps running
+ +- ToolError                                  the tool reported its own error (isError: true), raised by the
+                                               waits given raise_on_error=True; .result is the result
 TaskCancelled(Exception)                  the task was cancelled (an outcome, not a protocol error)
 InputRequired(Exception)                  the task needs input this wait did not answer
 InvalidStatus(ValueError)                 a task map from the wire that does not decode
@@ -64,6 +66,7 @@ __all__ = [
     "TaskCancelled",
     "TaskFailed",
     "TaskTimeout",
+    "ToolError",
     "TransportError",
     "kind_for_code",
     "name_request",
@@ -346,6 +349,42 @@ class TaskTimeout(McpError, TimeoutError):
         self.cancelled = cancelled
         # The last Status of each unfinished task (a wait on many tasks lists them all).
         self.pending: list[Status] = list(pending) if pending is not None else [status] if status is not None else []
+
+
+MAX_TOOL_TEXT = 2000
+"""The most of a tool's error text a `ToolError` message carries (its `.result` has all of it)."""
+
+
+class ToolError(McpError):
+    """The tool ran and reported an error of its own: a result with ``isError: true``.
+
+    Returning such a result is how MCP reports a tool's failure, so the waits return it; given
+    ``raise_on_error=True``, `call_and_await`, `await_task` and `resume` raise this instead (as
+    requests' ``raise_for_status()`` does). `.result` is the CallToolResult as the server sent it,
+    `.status` the task's last Status (None for a tool that ran without a task), `.tool` the tool's
+    name when the caller gave it. `message` is the tool's own text. Code `INTERNAL_ERROR`, kind
+    ``execution``. (On the server's side, a tool raises `mcp_tasks.server.ToolError` to return
+    such a result.)
+    """
+
+    def __init__(self, result: dict[str, Any], status: Status | None = None, tool: str | None = None) -> None:
+        texts = [
+            item["text"].strip()
+            for item in result.get("content") or ()
+            if isinstance(item, dict) and item.get("type") == "text" and isinstance(item.get("text"), str)
+        ]
+        text = "; ".join(t for t in texts if t) or "(its result has no text)"
+        if len(text) > MAX_TOOL_TEXT:
+            text = text[:MAX_TOOL_TEXT] + "…"
+        if status is not None:
+            text = redact_ids(text, status.task_id)
+        who = f"Tool {tool!r}" if tool else "The tool"
+        if status is not None:
+            who += f" (task {short_id(status.task_id)})"
+        super().__init__(INTERNAL_ERROR, f"{who} reported an error: {text}", None, "execution", ("tool_error", result))
+        self.result = result
+        self.status = status
+        self.tool = tool
 
 
 class TaskCancelled(_Displayed, Exception):

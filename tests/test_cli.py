@@ -324,7 +324,8 @@ def test_a_legacy_task_bound_to_its_session_is_resumed_with_the_hint(tmp_path: P
         assert server.deletes == []  # the session with the running task was left open
         task_id = resume[3]
         elsewhere = run("get", server.url, task_id)
-        assert elsewhere.returncode == cli.EXIT_NO_TASK and "session_id" in elsewhere.stderr  # says why
+        assert elsewhere.returncode == cli.EXIT_NO_TASK and "--session SESSION_ID" in elsewhere.stderr  # says why
+        assert "Client.http" not in elsewhere.stderr and "session_id=" not in elsewhere.stderr  # in CLI terms
         with mt.Client.http(server.url) as releaser:
             releaser.call_tool("release")
         waited = run(*resume[1:], "--json", cwd=tmp_path)

@@ -15,6 +15,7 @@ import pytest
 
 import mcp_tasks as mt
 from mcp_tasks import cli
+from mcp_tasks._redact import short_id
 from mcp_tasks.server import Server, serve_http
 from tests.conftest import ROOT
 from tests.test_cli import SERVER_MODULE, Terminal
@@ -49,9 +50,9 @@ def test_the_cli_lists_the_store_and_resumes_a_task_by_a_prefix(http_url: str, t
     assert code == 0, shown
     header, row = out.splitlines()
     assert header.split() == ["TASK", "TOOL", "ENDPOINT", "AGE", "STATUS"]
-    assert row.split()[:3] == [task_id[:8] + "…", "ask_name", http_url] and row.split()[-1] == "working"
-    assert task_id not in out  # a bearer credential: a prefix only
-    term = Terminal(tmp_path, "wait", task_id[:8], "--store", store)
+    assert row.split()[:3] == [short_id(task_id), "ask_name", http_url] and row.split()[-1] == "working"
+    assert task_id not in out  # a bearer credential: both ends of it only
+    term = Terminal(tmp_path, "wait", task_id[:8], "--store", store)  # a prefix still works
     term.expect("What is your name?")
     term.expect("(empty to decline): ")
     term.send(b"Ada\r")
@@ -69,7 +70,8 @@ def test_the_cli_says_what_it_cannot_resume(tmp_path: Path, http_url: str) -> No
     kept.record(mt.TaskRef(http_url, "http-task-bbbb", tool="t"))
     gone = run("wait", "stdio-task", "--store", str(store))
     assert gone.returncode == cli.EXIT_USAGE and "lived in the process that started it" in gone.stderr
-    assert "give more of the id" in run("wait", "http-task", "--store", str(store)).stderr
+    ambiguous = run("wait", "http-task", "--store", str(store)).stderr
+    assert "2 tasks in" in ambiguous and "http…aaaa, http…bbbb; give one of these, or more of the id" in ambiguous
     assert "no task 'nothing'" in run("wait", "nothing", "--store", str(store)).stderr
     bad = tmp_path / "notes.txt"
     bad.write_text("not a store\n" * 100)

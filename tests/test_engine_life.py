@@ -11,7 +11,9 @@ the tests' own with no mcp_tasks code (tests/foreign/listen_tasks.py for 2026-07
 - the first terminal status was not final: news that came in a burst overwrote it;
 - one task the server does not know ended the whole set;
 - a listen refused for one bad id halved the ids-per-stream cap for the client's whole life;
-- a str given as the set was waited on character by character.
+- a str given as the set was waited on character by character;
+- a listen stream merged into a new one was closed at once, and what it still had on its way (pushed
+  before the new one was registered) was lost: thread-per-wait listening waited for safety reads.
 
 The tests synchronise on what the servers journal and on events, never on sleeps; the few
 timeouts are fail-safes, never asserted bounds.
@@ -27,6 +29,7 @@ from typing import Any
 import pytest
 
 import mcp_tasks as mt
+from mcp_tasks._tasks import _news
 from tests.conftest import Background
 from tests.foreign.listen_tasks import ListenTasksServer
 from tests.test_issue15_regressions import TRANSPORTS as LEGACY_TRANSPORTS
@@ -119,7 +122,7 @@ def test_close_ends_every_kind_of_wait_at_once(listen_server: Callable[..., List
     their safety read, and their errors differed."""
     server = listen_server(poll_ms=LONG_POLL_MS, complete_on_listen=10_000)
     client = mt.Client.http(server.url, timeout=10)
-    polled, listened, one, other, followed = (job(client) for _ in range(5))
+    polled, listened, one, other, followed, iterated = (job(client) for _ in range(6))
     prompt = Prompt()
     futures = [mt.submit(client, "job"), mt.submit(client, "ask", input=prompt)]
     waits: list[Callable[[], object]] = [
@@ -127,6 +130,7 @@ def test_close_ends_every_kind_of_wait_at_once(listen_server: Callable[..., List
         lambda: mt.wait_task(client, listened, timeout=None, listen=True),
         lambda: mt.wait_all(client, [one, other], timeout=None),
         lambda: mt.wait_any(client, [followed], timeout=None, listen=False),
+        lambda: list(mt.as_completed(client, [iterated], timeout=None)),
     ]
     try:
         assert futures[0].status is not None
@@ -145,13 +149,15 @@ def test_close_ends_every_kind_of_wait_at_once_on_a_2025_session(
     """The same on a 2025-11-25 session: the person's prompt is open inside a tasks/result."""
     legacy = servers(transport)
     client = legacy.client(timeout=10)
-    held = [job(client, "hold") for _ in range(4)]
+    held = [job(client, "hold") for _ in range(6)]
     prompt = Prompt()
     futures = [mt.submit(client, "hold"), mt.submit(client, "ask_task", input=prompt)]
     waits: list[Callable[[], object]] = [
         lambda: mt.wait_task(client, held[0], timeout=None, listen=False),
         lambda: mt.wait_task(client, held[1], timeout=None, listen=True),
-        lambda: mt.wait_all(client, held[2:], timeout=None),
+        lambda: mt.wait_all(client, held[2:4], timeout=None),
+        lambda: mt.wait_any(client, [held[4]], timeout=None, listen=False),
+        lambda: list(mt.as_completed(client, [held[5]], timeout=None)),
     ]
     try:
         close_while_waiting(client, waits, list(futures), prompt)
@@ -303,3 +309,46 @@ def test_one_task_given_as_the_set_is_a_type_error(
             with pytest.raises(TypeError, match="wait_task"):
                 wait(client, task, timeout=5)  # type: ignore[arg-type]
         assert server.journal.events(lambda e: e.get("rpc") == "tasks/get", after=mark) == []
+
+
+def test_what_a_merged_stream_still_brings_is_news(
+    listen_server: Callable[..., ListenTasksServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second wait's task merges the first one's stream into a new stream; the server pushes the
+    first task's completion on the old stream only, after the new one's acknowledgement (when the
+    new task is read). Before: the old stream was closed at once and its late news ignored, so the
+    first wait slept to its safety read (10 poll intervals: here 6,000 s)."""
+    monkeypatch.setattr(_news, "LINGER", FAILSAFE)  # the old stream is read until it has caught up
+    server = listen_server(poll_ms=LONG_POLL_MS, complete_on_listen=10_000, late_push=True)
+    client = mt.Client.http(server.url, timeout=10)
+    first, second = job(client), job(client)
+    try:
+        first_wait = Background(lambda: mt.await_task(client, first, timeout=FAILSAFE, listen=True))
+        read_once(server, first)  # on a stream of its own, caught up
+        second_wait = Background(lambda: mt.await_task(client, second, timeout=None, listen=True))
+        assert first_wait.result(FAILSAFE)["content"][0]["text"] == f"done {first.task_id[:4]}"
+        listens = server.journal.events(lambda e: e.get("rpc") == "subscriptions/listen")
+        asked = [set(e["params"]["notifications"]["taskIds"]) for e in listens]
+        assert asked == [{first.task_id}, {first.task_id, second.task_id}]  # merged
+    finally:
+        client.close()
+    with pytest.raises(mt.TransportError):
+        second_wait.result(FAILSAFE)
+
+
+@pytest.mark.parametrize("old_first", [True, False])
+def test_a_merged_stream_has_caught_up_once_it_brings_what_the_new_one_brought(old_first: bool) -> None:
+    """The linger ends early once the old stream brings a status the new stream brought too
+    (pushed after the new one was registered), whichever came first; not on its own statuses."""
+    old, new = _news.Stream(), _news.Stream()
+    linger = _news.Linger(old, new)
+    earlier = {"taskId": "a", "status": "working", "lastUpdatedAt": "2026-12-01T10:00:00Z"}
+    later = {"taskId": "a", "status": "completed", "lastUpdatedAt": "2026-12-01T10:00:01Z"}
+    caught_up = lambda: linger.due(0.0)  # noqa: E731  (due at once only when caught up)
+    linger.heard_on(old, earlier)
+    assert not caught_up() and linger.due(linger.until)
+    first, second = (old, new) if old_first else (new, old)
+    linger.heard_on(first, later)
+    assert not caught_up()
+    linger.heard_on(second, later)
+    assert caught_up()

@@ -38,13 +38,13 @@ client.close(end_session=False)
 """
 
 
-def test_declare_input_declares_what_no_handler_here_answers() -> None:
+def test_declare_input_declares_what_no_handler_here_answers(tmp_path: Path) -> None:
     url = "http://127.0.0.1:9/mcp"
     with mt.Client.http(url, declare_input=["form", "sampling"]) as client:
         assert client.client_capabilities == {"elicitation": {"form": {}}, "sampling": {}}
-    with mt.Client.http(url, store=mt.SqliteTaskStore(":memory:")) as client:
+    with mt.Client.http(url, store=mt.SqliteTaskStore(tmp_path / "tasks.db")) as client:
         assert client.client_capabilities == {"elicitation": {"form": {}, "url": {}}}
-    with mt.Client.http(url, store=mt.SqliteTaskStore(":memory:"), declare_input=()) as client:
+    with mt.Client.http(url, store=mt.SqliteTaskStore(tmp_path / "tasks.db"), declare_input=()) as client:
         assert client.client_capabilities == {}
     with mt.Client.http(url) as client:
         assert client.client_capabilities == {}

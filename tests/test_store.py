@@ -677,3 +677,14 @@ def test_a_forked_child_renews_its_leases_with_a_thread_of_its_own(tmp_path: Pat
         [sys.executable, "-c", FORKED, str(tmp_path / "tasks.sqlite3")], env=env, capture_output=True, text=True
     )
     assert done.returncode == 0, (done.returncode, done.stderr)
+
+
+@pytest.mark.parametrize("path", [":memory:", ""])
+def test_a_store_that_would_not_outlive_the_process_is_refused(
+    path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``:memory:`` would be a new empty database per connection (and left a file of that name)."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="outlives this process"):
+        mt.SqliteTaskStore(path)
+    assert list(tmp_path.iterdir()) == []

@@ -18,6 +18,7 @@ import psycopg
 import pytest
 
 import mcp_tasks as mt
+from mcp_tasks._redact import short_id
 from mcp_tasks._store import new_holder, store_deadline
 from tests.conftest import ROOT, Background, eventually
 from tests.pg import PASSWORD, Cluster
@@ -299,7 +300,7 @@ def test_the_cli_lists_a_postgresql_store(pg_url: str) -> None:
         [sys.executable, "-m", "mcp_tasks", "tasks", "--store", pg_url], capture_output=True, text=True, env=env
     )
     assert listed.returncode == 0, listed.stderr
-    assert TASK[:8] + "…" in listed.stdout and "export" in listed.stdout and "working" in listed.stdout
+    assert short_id(TASK) in listed.stdout and "export" in listed.stdout and "working" in listed.stdout
     env["MCP_TASKS_STORE"] = pg_url.replace(PASSWORD, "wrong")
     failed = subprocess.run([sys.executable, "-m", "mcp_tasks", "tasks"], capture_output=True, text=True, env=env)
     assert failed.returncode != 0 and "Traceback" not in failed.stderr and "127.0.0.1" in failed.stderr

@@ -58,6 +58,11 @@ class SqliteTaskStore:
     ) -> None:
         if not busy_timeout > 0 or not keep_finished > 0:
             raise ValueError("busy_timeout and keep_finished must be positive numbers of seconds")
+        if path is not None and os.fspath(path) in ("", ":memory:"):
+            raise ValueError(
+                f"a task store is a file that outlives this process, not {os.fspath(path)!r}:"
+                " give a path (or None for the default file)"
+            )
         self.path = Path(path).expanduser() if path is not None else default_store_path()
         self.busy_timeout = float(busy_timeout)
         self.keep_finished = float(keep_finished)

@@ -1,6 +1,7 @@
 """The parts of the client's shared watch (_watch.py) that hold its state: the news a wait takes
-(`Inbox`, with `READ` for "read it"), one listen stream (`Stream`), the reads a new stream calls
-for (`CatchUp`), and what the watch knows of a server's cap on ids per stream (`StreamCap`).
+(`Inbox`, with `READ` for "read it"), one listen stream (`Stream`), a stream merged into a new one
+that is still read until it has caught up (`Linger`), the reads a new stream calls for
+(`CatchUp`), and what the watch knows of a server's cap on ids per stream (`StreamCap`).
 """
 
 from __future__ import annotations
@@ -9,12 +10,15 @@ import enum
 import logging
 import re
 import threading
+import time
+from collections.abc import Mapping
+from typing import Any
 
 from mcp_tasks._errors import INVALID_PARAMS, McpError
 from mcp_tasks._status import Status
 from mcp_tasks._subscription import Event, Subscription
 
-__all__ = ["CAP_TRUST", "READ", "CatchUp", "Cue", "Inbox", "News", "Stream", "StreamCap"]
+__all__ = ["CAP_TRUST", "LINGER", "READ", "CatchUp", "Cue", "Inbox", "Linger", "News", "Stream", "StreamCap"]
 
 log = logging.getLogger("mcp_tasks")
 
@@ -60,6 +64,41 @@ class Stream:
         self.live = 0  # how many of its ids are wanted and followed on it
         self.closing = False
         self.early: list[Event] = []  # events that came between its acknowledgement and then
+
+
+LINGER = 0.25
+"""Seconds at most a stream merged into a new one is still read (see `Linger`): as long as the
+watch gathers new ids before a merge (_streams.MERGE_GATHER), so that lingering holds no merge back.
+"""
+
+
+class Linger:
+    """A stream (`old`) whose ids were all merged into a new one (`new`), still read for a while:
+    what the server pushed on it before the new stream was registered may still be on its way
+    (its reader may lag behind the new stream's acknowledgement), and is news. It has caught up
+    once it brings a notification the new stream brought too (pushed after the new stream was
+    registered: everything before it on the old stream has come), or at `until`, or when it ends.
+    Kept under the watch's lock; while one lingers, no other merge opens (the watch's threads
+    stay at most the manager and two readers).
+    """
+
+    def __init__(self, old: Stream, new: Stream) -> None:
+        self.old, self.new = old, new
+        self.until = time.monotonic() + LINGER
+        self.heard: tuple[set[tuple[Any, ...]], set[tuple[Any, ...]]] = (set(), set())  # (on old, on new)
+        self.caught_up = False
+
+    def heard_on(self, stream: Stream, params: Mapping[str, Any]) -> None:
+        """`stream` (old or new) brought a notification with these `params`."""
+        key = (params.get("taskId"), params.get("status"), params.get("lastUpdatedAt"), params.get("statusMessage"))
+        mine, other = self.heard if stream is self.old else self.heard[::-1]
+        if key in other:
+            self.caught_up = True
+        mine.add(key)
+
+    def due(self, now: float) -> bool:
+        """Whether the old stream is to be closed now."""
+        return self.caught_up or now >= self.until
 
 
 class CatchUp:

@@ -14,7 +14,7 @@ from mcp_tasks._redact import short_id
 from mcp_tasks._store import TaskRef, TaskStore
 from mcp_tasks._tasks._helpers import outcome
 from mcp_tasks._tasks._record import RESUMING
-from mcp_tasks._tasks._wait import wait_task
+from mcp_tasks._tasks._wait import check_raise_on_error, checked, wait_task
 
 if TYPE_CHECKING:
     from requests.auth import AuthBase
@@ -48,6 +48,7 @@ def resume(
     trace: bool = False,
     tracer_provider: TracerProvider | None = None,
     propagate_baggage: bool = False,
+    raise_on_error: bool = False,
     **wait_options: Unpack[WaitOptions],
 ) -> dict[str, Any]:
     """Wait for a task kept in a store and return its CallToolResult (as `await_task` does).
@@ -64,15 +65,17 @@ def resume(
     `trace`/`tracer_provider` (and `propagate_baggage`) trace the client it opens (as the client
     factories' options do);
     a traced wait's span links to the ``tools/call`` that created the task, from the trace
-    context the ref kept.
+    context the ref kept. ``raise_on_error=True`` raises `ToolError` for a result with
+    ``isError: true``, as `await_task` does.
     """
+    check_raise_on_error(raise_on_error)
     given: Any = wait_options.get("store", UNSET)
     store: TaskStore | None = given if given is not UNSET else None
     if client is not None:
         if input_handlers is not None:
             raise TypeError("resume() takes input_handlers only for the client it opens: give them to your client")
         task = _ref(ref, store if store is not None else client.channel.settings.store)
-        return _waited(client, task, wait_options)
+        return _waited(client, task, wait_options, raise_on_error)
     task = _ref(ref, store)
     if not task.endpoint.startswith(("http://", "https://")):
         raise ValueError(
@@ -90,12 +93,13 @@ def resume(
         tracer_provider=tracer_provider,
         propagate_baggage=propagate_baggage,
     ) as opened:
-        return _waited(opened, task, wait_options)
+        return _waited(opened, task, wait_options, raise_on_error)
 
 
-def _waited(client: Client, task: TaskRef, wait_options: WaitOptions) -> dict[str, Any]:
+def _waited(client: Client, task: TaskRef, wait_options: WaitOptions, raise_on_error: bool) -> dict[str, Any]:
     token = RESUMING.set(task)  # a traced wait links to the trace context the ref kept
     try:
-        return outcome(wait_task(client, task.task_id, **wait_options))
+        final = wait_task(client, task.task_id, **wait_options)
+        return checked(outcome(final), raise_on_error, final, task.tool)
     finally:
         RESUMING.reset(token)

@@ -1,8 +1,8 @@
 """The manager of a client's listen streams (``mcp_tasks-watch``), the lower half of its shared
 watch (_watch.py, which adds the waits' side and the news): it gathers the ids the waits want,
-opens a stream for them or merges them with the open one, learns a server's cap on ids per
-stream (`StreamCap`), closes the streams no wait wants, and reads what a new stream calls for
-(`CatchUp`). See _watch.py's docstring for the whole.
+opens a stream for them or merges them with the open one (the old one still read until it has
+caught up: `Linger`), learns a server's cap on ids per stream (`StreamCap`), closes the streams no
+wait wants, and reads what a new stream calls for (`CatchUp`). See _watch.py's docstring for the whole.
 """
 
 from __future__ import annotations
@@ -10,14 +10,15 @@ from __future__ import annotations
 import contextvars
 import logging
 import threading
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
-from mcp_tasks._clock import Deadline
+from mcp_tasks._clock import Deadline, wait_condition
 from mcp_tasks._errors import METHOD_NOT_FOUND, McpError
 from mcp_tasks._subscription import Event, Subscription
-from mcp_tasks._tasks._news import READ, CatchUp, Inbox, News, Stream, StreamCap
+from mcp_tasks._tasks._news import READ, CatchUp, Inbox, Linger, News, Stream, StreamCap
 from mcp_tasks._tasks._protocol import TaskProtocol, protocol_of
 
 if TYPE_CHECKING:
@@ -55,6 +56,7 @@ class Streams:
         self._drops: dict[str, int] = {}
         self._streams: list[Stream] = []
         self._closing: list[Stream] = []
+        self._lingering: list[Linger] = []  # streams merged into a newer one, read until caught up
         self._cap = StreamCap()
         self._listen = True
         self._failures = 0
@@ -80,18 +82,25 @@ class Streams:
     # -- the manager thread -------------------------------------------------------------------
 
     def _manage(self) -> None:
+        noticed: float | None = None  # when the ids to place were first seen (a linger may hold them)
         while not self._stop.is_set():
             with self.changed:
+                self._end_lingering()
                 closing, self._closing = self._closing, []
-                if not closing and not self._unplaced and not self._catch.due:
+                placing = self._may_place()
+                if self._unplaced and noticed is None:
+                    noticed = time.monotonic()
+                if not closing and not placing and not self._catch.due:
                     if not self._stop.is_set():  # read under the lock: `close` notifies under it
-                        self.changed.wait()
+                        wait_condition(self.changed, min((x.until for x in self._lingering), default=None))
                     continue
             self._shut(closing)
-            if not self._unplaced:
+            if not placing:
                 self._catch_up()
                 continue
-            self._stop.wait(GATHER if len(self._streams) < MAX_STREAMS else MERGE_GATHER)
+            gather = GATHER if len(self._streams) < MAX_STREAMS else MERGE_GATHER
+            self._stop.wait(max((noticed or 0.0) + gather - time.monotonic(), 0.0))  # (gathered while one lingered)
+            noticed = None
             with self.changed:
                 batch = set(self._unplaced)
                 self._unplaced.clear()
@@ -115,7 +124,7 @@ class Streams:
         """
         while not self._stop.is_set() and self._protocol is not None:
             with self.changed:
-                if self._unplaced or self._closing:
+                if self._may_place() or self._closing or any(x.due(time.monotonic()) for x in self._lingering):
                     return
                 task_id = self._catch.next()
                 if task_id is None:
@@ -131,9 +140,38 @@ class Streams:
                 if self._catch.read(status):
                     self._tell(task_id, status)
 
+    def _may_place(self) -> bool:
+        """Whether there are ids to place, and room: no merge opens while a merged stream lingers
+        (the lock held).
+        """
+        return bool(self._unplaced) and not (self._lingering and len(self._streams) >= MAX_STREAMS)
+
+    def _linger(self, old: Stream, new: Stream) -> None:
+        """`old`'s ids are all on `new` now: read it on until it has caught up (the lock held)."""
+        self._streams.remove(old)
+        self._lingering.append(Linger(old, new))
+        self.changed.notify_all()  # the manager times its end
+
+    def _end_lingering(self, stream: Stream | None = None) -> None:
+        """Close the lingering streams that are due, or those `stream` was or succeeded (the lock held)."""
+        now = time.monotonic()
+        for linger in list(self._lingering):
+            if linger.due(now) or stream in (linger.old, linger.new):
+                self._lingering.remove(linger)
+                linger.old.closing = True
+                self._closing.append(linger.old)
+
+    def _lingered(self, stream: Stream) -> Linger | None:
+        """The `Linger` that `stream` is the old or the new stream of (the lock held)."""
+        for linger in self._lingering:
+            if stream is linger.old or stream is linger.new:
+                return linger
+        return None
+
     def _retire(self, stream: Stream) -> None:
         stream.closing = True
         self._streams.remove(stream)
+        self._end_lingering(stream)  # the one it replaced has nothing left to say either
         for task_id in stream.ids:
             if self._streamed.get(task_id) is stream:
                 del self._streamed[task_id]
@@ -230,7 +268,10 @@ class Streams:
                 self._poll(task_id)  # left out: its wait polls it
         for old in list(self._streams):
             if old.live <= 0:
-                self._retire(old)  # nothing left on it (merged, or narrowed meanwhile)
+                if old is not stream and old.ids & stream.ids:
+                    self._linger(old, stream)  # merged: read on until it has caught up
+                else:
+                    self._retire(old)  # narrowed to nothing meanwhile
         early, stream.early = stream.early, []
         for event in early:
             self._take_event(stream, event)

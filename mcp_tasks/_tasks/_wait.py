@@ -11,7 +11,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
-from mcp_tasks._errors import McpError, TaskTimeout
+from mcp_tasks._errors import McpError, TaskTimeout, ToolError
 from mcp_tasks._options import UNSET
 from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status
@@ -53,14 +53,34 @@ def wait_task(client: Client, task: str | Status, **options: Unpack[WaitOptions]
     return _run(client, task, WaitSettings.of(options, "wait_task"))
 
 
-def await_task(client: Client, task: str | Status, **options: Unpack[WaitOptions]) -> dict[str, Any]:
+def await_task(
+    client: Client, task: str | Status, *, raise_on_error: bool = False, **options: Unpack[WaitOptions]
+) -> dict[str, Any]:
     """Wait for the task and return its CallToolResult: `outcome(wait_task(...))`, with the same
     options.
 
     Raises `TaskFailed`, `TaskCancelled` or `InputRequired` for those outcomes, and `TaskTimeout`
-    when the wait runs out of time.
+    when the wait runs out of time. A tool's own error (``isError: true``) is a result; with
+    ``raise_on_error=True`` it raises `ToolError` (carrying the result) instead.
     """
-    return outcome(_run(client, task, WaitSettings.of(options, "await_task")))
+    check_raise_on_error(raise_on_error)
+    final = _run(client, task, WaitSettings.of(options, "await_task"))
+    return checked(outcome(final), raise_on_error, final)
+
+
+def check_raise_on_error(value: object) -> None:
+    """TypeError unless `value` is a bool (``raise_on_error=``)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"raise_on_error must be True or False, got {type(value).__name__}")
+
+
+def checked(
+    result: dict[str, Any], raise_on_error: bool, status: Status | None = None, tool: str | None = None
+) -> dict[str, Any]:
+    """`result`, or `ToolError` when `raise_on_error` and the tool reported an error."""
+    if raise_on_error and result.get("isError") is True:
+        raise ToolError(result, status, tool)
+    return result
 
 
 class CallOptions(TypedDict, total=False):
@@ -87,22 +107,26 @@ def call_and_await(
     arguments: Mapping[str, Any] | None = None,
     *,
     call_opts: CallOptions | None = None,
+    raise_on_error: bool = False,
     **options: Unpack[WaitOptions],
 ) -> dict[str, Any]:
     """Call a tool and, if the server made it a task, wait for its result.
 
     `call_opts` go to the ``tools/call`` (``timeout``, ``meta``: see `CallOptions`); the other
     options are `wait_task`'s, whose `timeout` bounds the wait only. A tool that ran synchronously
-    returns its result at once.
+    returns its result at once. With ``raise_on_error=True``, a result with ``isError: true``
+    (the tool's own error, such as an unknown tool name) raises `ToolError` instead.
     """
     from mcp_tasks._tasks._helpers import call_tool
 
+    check_raise_on_error(raise_on_error)
     settings = WaitSettings.of(options, "call_and_await")  # bad options fail before the call is sent
     call = _call_options(call_opts)
     called = call_tool(client, name, arguments, timeout=call.get("timeout", UNSET), meta=call.get("meta"))
     if isinstance(called, Status):
-        return outcome(_run(client, called, settings))
-    return called
+        final = _run(client, called, settings)
+        return checked(outcome(final), raise_on_error, final, name)
+    return checked(called, raise_on_error, None, name)
 
 
 def _run(client: Client, task: str | Status, settings: WaitSettings) -> Status:

@@ -341,8 +341,10 @@ class _Connection:
         except subprocess.TimeoutExpired:
             return None
 
-    def close(self) -> None:
-        """End of input, then SIGTERM and SIGKILL to the process group as needed; bounded."""
+    def close(self, exit_grace: float = _EXIT_GRACE) -> None:
+        """End of input, then SIGTERM and SIGKILL to the process group as needed, each after
+        `exit_grace` seconds; bounded.
+        """
         with self.lock:
             if self.closed:
                 return
@@ -350,18 +352,18 @@ class _Connection:
             self.inbox.put(_STOP)
             self.lines.put(_STOP)
         self.fail("the client is closed")
-        grace = Deadline(_EXIT_GRACE)
+        grace = Deadline(exit_grace)
         self.writer.join(grace.remaining())
         if not self._exited(grace.remaining()):
             self._signal(signal.SIGTERM)
-            if not self._exited(_EXIT_GRACE):
+            if not self._exited(exit_grace):
                 self._signal(signal.SIGKILL)
                 self._exited(CLOSE_TIMEOUT)
         # The server is gone, but what it started may still hold the pipes: end its group too.
         readers = [t for t in (self.reader, self.drainer) if t is not None]
-        if not _joined(readers, _EXIT_GRACE):
+        if not _joined(readers, exit_grace):
             self._signal(signal.SIGTERM)
-            if not _joined(readers, _EXIT_GRACE):
+            if not _joined(readers, exit_grace):
                 self._signal(signal.SIGKILL)
         threads = [t for t in (self.writer, self.reader, self.drainer, self.deliverer) if t is not None]
         join_all(threads, CLOSE_TIMEOUT)
@@ -545,12 +547,17 @@ class StdioTransport(Transport):
         sent.reached = True
         return stream
 
+    exit_grace: float = _EXIT_GRACE
+    """Seconds `close` gives the server to exit once its input is closed, and again after SIGTERM
+    before SIGKILL (2.0). A program that must end at once (the command line on Ctrl-C) lowers it
+    before closing."""
+
     def close(self) -> None:
-        """End the server: close its input, give it a moment, then SIGTERM and SIGKILL its process
-        group; join the threads. Bounded, whatever the server does. Idempotent.
+        """End the server: close its input, give it `exit_grace`, then SIGTERM and SIGKILL its
+        process group; join the threads. Bounded, whatever the server does. Idempotent.
         """
         self._finalizer.detach()
-        self._conn.close()
+        self._conn.close(self.exit_grace)
 
     @property
     def pid(self) -> int:

@@ -10,7 +10,9 @@ Options:
   --seed-completed ID     start with a completed task ID (a server with a durable store); repeatable
   --no-tasks-capability   leave ``capabilities.tasks`` out of the ``initialize`` answer
   --report PORT           write what the server sees, one JSON line per event, to 127.0.0.1:PORT
-                          (the tests' `Reports` listens there)
+                          (the tests' `Reports` listens there); the first is ``started`` with its pid
+  --ignore-eof            keep running after stdin ends (as servers whose request threads keep
+                          them alive do), until a signal ends it
 
 Requests run on threads of their own (a blocked tool never stalls the reading of stdin); the
 server ends when stdin ends. A request before ``notifications/initialized`` is refused (-32600),
@@ -23,6 +25,7 @@ as mcp 1.30 does; an unknown method is -32602.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import sys
 import threading
@@ -53,7 +56,14 @@ class _Reporter(Journal):
 
 
 def _options(argv: list[str]) -> dict[str, Any]:
-    options: dict[str, Any] = {"init_delay": 0.0, "get_delay": 0.0, "seeds": [], "tasks": True, "report": None}
+    options: dict[str, Any] = {
+        "init_delay": 0.0,
+        "get_delay": 0.0,
+        "seeds": [],
+        "tasks": True,
+        "report": None,
+        "ignore_eof": False,
+    }
     args = iter(argv)
     for arg in args:
         if arg == "--init-delay":
@@ -66,6 +76,8 @@ def _options(argv: list[str]) -> dict[str, Any]:
             options["tasks"] = False
         elif arg == "--report":
             options["report"] = int(next(args))
+        elif arg == "--ignore-eof":
+            options["ignore_eof"] = True
         else:
             raise SystemExit(f"unknown option {arg}")
     return options
@@ -82,6 +94,7 @@ def main(argv: list[str]) -> None:
             stdout.flush()
 
     journal = _Reporter(options["report"])
+    journal.add({"event": "started", "pid": os.getpid()})
     core = LegacyTasks(journal, tasks_capability=options["tasks"], bind_tasks=False, get_delay=options["get_delay"])
     session = Session(uuid.uuid4().hex, send)
     core.register(session)
@@ -124,6 +137,9 @@ def main(argv: list[str]) -> None:
             send({"jsonrpc": "2.0", "id": message["id"], "error": error})
             continue
         threading.Thread(target=work, args=(message,), name="legacy-stdio-worker", daemon=True).start()
+    journal.add({"event": "eof"})
+    if options["ignore_eof"]:
+        threading.Event().wait()
     core.stop()
 
 

@@ -12,7 +12,11 @@
   bare "Unknown or inaccessible taskId";
 - ``burst``: statuses pushed (full, with their results) for every acknowledged id right after the
   acknowledgement, in one write;
-- ``get_gate``: while it is not set, ``tasks/get`` blocks (each is journalled first).
+- ``get_gate``: while it is not set, ``tasks/get`` blocks (each is journalled first);
+- ``late_push``: a stream that takes over ids of an open one (a client merging its streams) is
+  acknowledged, and when a ``tasks/get`` for one of its new ids comes, the ids it took over complete
+  and their statuses (full, with results) are pushed on the old stream only, as if they had been
+  published before the new stream was registered and sent late.
 
 Tools: ``job`` (a task, working until the completion above or ``finish``), ``forget``, ``finish``
 (every working job completes), ``ask`` (a task that needs input ``q`` until ``tasks/update``
@@ -50,6 +54,7 @@ class ListenTasksServer(SocketHttpServer):
         refuse: frozenset[str] = frozenset(),
         burst: tuple[tuple[str, str | None], ...] = (),
         get_gate: threading.Event | None = None,
+        late_push: bool = False,
     ) -> None:
         super().__init__("listen-tasks")
         self.cap = cap
@@ -58,6 +63,9 @@ class ListenTasksServer(SocketHttpServer):
         self.refusal = "Unknown or inaccessible taskId"  # a refused listen's text: "{ids}" names the refused ids
         self.burst = burst
         self.get_gate = get_gate
+        self.late_push = late_push
+        self.open_streams: list[tuple[HttpConn, list[str], dict[str, Any]]] = []
+        self.late: tuple[HttpConn, list[str], dict[str, Any], set[str]] | None = None
         self.results: dict[str, str] = {}  # task id -> the text of its result
         self.ack_every = ack_every
         self.drop = drop
@@ -127,6 +135,7 @@ class ListenTasksServer(SocketHttpServer):
                 while not self.get_gate.wait(0.05) and not self.stopping.is_set():
                     pass
             task_id = str(params.get("taskId"))
+            self._push_late(task_id)
             with self.lock:
                 known = self.tasks.get(task_id)
             if known is None:
@@ -177,6 +186,12 @@ class ListenTasksServer(SocketHttpServer):
                 if text is not None:
                     pushed["result"] = {"content": [{"type": "text", "text": text}], "isError": False}
                 events.append({"jsonrpc": "2.0", "method": "notifications/tasks", "params": pushed})
+        if self.late_push:
+            with self.lock:
+                for old, old_ids, old_meta in self.open_streams:
+                    if set(old_ids) & set(acknowledged):
+                        self.late = (old, old_ids, old_meta, set(acknowledged) - set(old_ids))
+                self.open_streams.append((conn, acknowledged, meta))
         conn.send(b"".join(_event_bytes(event) for event in events))
         with self.lock:
             self.listens += 1
@@ -197,6 +212,20 @@ class ListenTasksServer(SocketHttpServer):
             return False  # dropped: the connection closes
         self.stopping.wait()
         return False
+
+    def _push_late(self, task_id: str) -> None:
+        """See ``late_push``: when `task_id` is a new id of the stream that took over others."""
+        with self.lock:
+            late = self.late
+            if late is None or task_id not in late[3]:
+                return
+            self.late = None
+            for taken in late[1]:
+                self.tasks[taken] = "completed"
+        old, taken_over, meta, _ = late
+        for taken in taken_over:
+            pushed = {**self._task(taken, "completed", full=True), "_meta": meta}
+            old.event({"jsonrpc": "2.0", "method": "notifications/tasks", "params": pushed})
 
 
 def _event_bytes(message: dict[str, Any]) -> bytes:

@@ -99,6 +99,8 @@ class ModernHttpTasksServer(SocketHttpServer):
             task_id = f"{self.id_prefix}{uuid.uuid4()}"
             self.tasks[task_id] = {"tool": name, "mode": arguments.get("mode")}
             return {"resultType": "task", **_task(task_id, "working")}
+        if name == "refuse":  # a tool's own error, as servers answer a misspelt tool name too
+            return {"resultType": "complete", "content": [{"type": "text", "text": "no such report"}], "isError": True}
         return {"resultType": "complete", "content": [{"type": "text", "text": f"ran {name}"}], "isError": False}
 
     def _hostile(self, task_id: str, task: dict[str, Any]) -> dict[str, Any]:
