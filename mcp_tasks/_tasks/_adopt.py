@@ -57,18 +57,17 @@ def adopt(
     **wait_options: Unpack[ManyOptions],
 ) -> Generator[TaskFuture, None, None]:
     """Follow the tasks of `store` that nobody follows, and yield a `TaskFuture` for each as it
-    ends (as ``concurrent.futures.as_completed`` does; close the generator to stop early: the
-    rest is freed): done, its ``result()`` the
+    ends (as ``concurrent.futures.as_completed`` does): done, its ``result()`` the
     CallToolResult, or raising the outcome's exception (`TaskFailed`, `TaskCancelled`, an
-    `McpError` such as a task the server forgot).
+    `McpError` such as a task the server forgot). Closing the generator early frees the rest.
 
     On the first ``next()``, it claims up to `limit` (None: all) unfinished tasks whose lease is
     free, oldest first (``store.claim``: two workers never get the same task), and waits for
     them: one HTTP client per endpoint (with `auth` and `headers`; a 2025-era task joins its
     session), or `client` for the tasks of its endpoint (those of other endpoints are freed
     at once, with a warning, as are those of a stdio or in-process server, which only a `client`
-    can reach). Each end is recorded in the store and each lease freed as its task ends. The options
-    are those of `as_completed` (`ManyOptions`, but ``store``): `timeout` (60 s) covers the whole
+    can reach). Each end is recorded in the store and each lease freed as its task ends. The
+    options are those of `as_completed` (`ManyOptions`, but ``store``): `timeout` (60 s) covers the whole
     call; when it passes, the tasks left are freed for another worker (or cancelled, with
     ``cancel_on_timeout=True``) and the iteration ends. `input` and `on_status` run in the
     thread that follows the task's endpoint.
