@@ -441,6 +441,7 @@ sys.stdin.readline()  # all start together
 while batch := store.claim(holder, 600, 4):
     got.extend(ref.task_id for ref in batch)
 print(json.dumps(got), flush=True)
+sys.stdin.readline()  # alive until all are done: a gone claimer's leases are free to the others
 store.close()
 """
 
@@ -470,7 +471,12 @@ def test_claimers_in_four_processes_never_get_the_same_task(
         assert worker.stdin is not None
         worker.stdin.write("go\n")
         worker.stdin.flush()
-    claimed = [json.loads(worker.communicate()[0]) for worker in workers]
+    claimed = []
+    for worker in workers:
+        assert worker.stdout is not None
+        claimed.append(json.loads(worker.stdout.readline()))
+    for worker in workers:
+        worker.communicate("bye\n")
     assert [w.returncode for w in workers] == [0] * 4
     assert sorted(t for got in claimed for t in got) == [f"task-{n:03}" for n in range(200)]
 
