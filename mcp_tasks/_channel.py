@@ -303,10 +303,13 @@ class Channel:
         max_buffer: int = 100,
         overflow: Literal["drop_oldest", "drop_newest"] = "drop_oldest",
         sink: Callable[[Event], None] | None = None,
+        start: bool = True,
     ) -> Subscription:
         """A ``subscriptions/listen`` stream, returned once the server acknowledged it. With a
         `sink`, its worker thread hands each event (its `Closed` end too) to it instead of the
-        queue: a reader of the library's own then costs no thread of its own.
+        queue: a reader of the library's own then costs no thread of its own. `start` False:
+        the acknowledgement is read on this thread, and the worker starts at `Subscription.start`
+        (no reader thread until the caller wants the events).
         """
         agreed = self.agree(deadline)
         if agreed.legacy:
@@ -324,9 +327,12 @@ class Channel:
         except McpError as exc:
             redact_request(exc, notifications)  # a refusal may quote the ids
             raise
-        subscription = Subscription(stream, listen_id, max_buffer=max_buffer, overflow=overflow, sink=sink)
+        subscription = Subscription(stream, listen_id, max_buffer=max_buffer, overflow=overflow, sink=sink, start=start)
         try:
-            subscription.wait_acknowledged(deadline)
+            if start:
+                subscription.wait_acknowledged(deadline)
+            else:
+                subscription.acknowledge(deadline)
         except McpError as exc:
             subscription.close()
             redact_request(exc, notifications)

@@ -79,6 +79,7 @@ class Subscription:
         max_buffer: int = 100,
         overflow: Literal["drop_oldest", "drop_newest"] = "drop_oldest",
         sink: Callable[[Event], None] | None = None,
+        start: bool = True,
     ) -> None:
         check_buffer_options(max_buffer, overflow)
         self._sink = sink  # the library's own reader: events go to it, in the worker, not to the queue
@@ -96,7 +97,35 @@ class Subscription:
         self._done: Closed | None = None  # the end, once delivered or closed
         self._stop = threading.Event()
         self._close_lock = threading.Lock()
-        self._worker = start_thread(f"listen-{subscription_id}", self._run)
+        self._worker: threading.Thread | None = None
+        if start:
+            self.start()
+
+    def start(self) -> None:
+        """Start the worker that reads the stream (made with ``start=False``: once `acknowledge`d
+        on the caller's thread, when the caller is ready for its events). Idempotent.
+        """
+        with self._close_lock:
+            if self._worker is None and not self._stop.is_set():
+                self._worker = start_thread(f"listen-{self.id}", self._run)
+
+    def acknowledge(self, deadline: Deadline) -> dict[str, Any]:
+        """Read the stream on the caller's thread until the server acknowledges the subscription
+        (made with ``start=False``, before `start`): no thread of its own until then. Returns the
+        accepted filter; raises as `wait_acknowledged` does.
+        """
+        while not self._acknowledged:
+            try:
+                end = self._take(deadline)
+            except RequestTimeout:
+                raise RequestTimeout(
+                    deadline.timeout or 0.0, "The server did not acknowledge the subscription in time"
+                ) from None
+            if end is not None:
+                with self._cond:
+                    self._end = end
+                raise end.error if end.error is not None else TransportError("The listen stream ended at once")
+        return self.accepted
 
     def wait_acknowledged(self, deadline: Deadline) -> dict[str, Any]:
         """Block until the server acknowledges the subscription; returns the accepted filter.
@@ -174,7 +203,7 @@ class Subscription:
         try:
             self._stream.close()
         finally:
-            join_all([self._worker], deadline.remaining() or 0.0)
+            join_all([] if self._worker is None else [self._worker], deadline.remaining() or 0.0)
             with self._cond:
                 self._events.clear()
                 self._dropped = 0
@@ -225,57 +254,63 @@ class Subscription:
 
     def _pump(self) -> Closed:
         while not self._stop.is_set():
-            try:
-                read: object = self._stream.read()  # a server may send any JSON value
-            except McpError as exc:
-                return Closed(exc)
-            if read is None:
-                if self._stop.is_set():
-                    break
-                return Closed(TransportError("the listen stream ended before the server's response"))
-            if not isinstance(read, dict):
-                log.debug("ignored a message on the listen stream that is not a JSON object")
-                continue
-            message: dict[str, Any] = read
-            if "method" not in message:
-                if message.get("id") != self.id:
-                    log.debug("ignored a response on the listen stream that is not its own")
-                    continue
-                try:
-                    decode_response(message)
-                except McpError as exc:
-                    return Closed(exc)
-                if not self._acknowledged:
-                    # A stream that ends before its acknowledgement is no stream: a wait then polls
-                    # (it falls back on a TransportError, not yet on a ProtocolError).
-                    return Closed(
-                        TransportError("The server ended the subscription before acknowledging it", cause=message)
-                    )
-                return Closed(None)
-            if not self._acknowledged:
-                if message.get("method") == "notifications/subscriptions/acknowledged":
-                    failure = self._acknowledge(message)
-                    if failure is not None:
-                        return Closed(failure)
-                else:
-                    log.debug("ignored %s before the acknowledgement", message.get("method"))
-                continue
-            method = message["method"]
-            params = message.get("params")
-            params = params if isinstance(params, dict) else {}
-            if method == "notifications/cancelled" and params.get("requestId") == self.id:
-                return Closed(None)
-            if not isinstance(method, str):
-                log.debug("ignored a message on the listen stream with a non-string method")
-                continue
-            self._deliver(Notification(method, params))
+            end = self._take(None)
+            if end is not None:
+                return end
         return Closed(None)
 
-    def _acknowledge(self, message: dict[str, Any]) -> McpError | None:
+    def _take(self, deadline: Deadline | None) -> Closed | None:
+        """Read and take one message of the stream: its end (`Closed`), or None to read on."""
+        try:
+            read: object = self._stream.read(deadline)  # a server may send any JSON value
+        except McpError as exc:
+            if deadline is not None and isinstance(exc, RequestTimeout):
+                raise
+            return Closed(exc)
+        if read is None:
+            if self._stop.is_set():
+                return Closed(None)
+            return Closed(TransportError("the listen stream ended before the server's response"))
+        if not isinstance(read, dict):
+            log.debug("ignored a message on the listen stream that is not a JSON object")
+            return None
+        message: dict[str, Any] = read
+        if "method" not in message:
+            if message.get("id") != self.id:
+                log.debug("ignored a response on the listen stream that is not its own")
+                return None
+            try:
+                decode_response(message)
+            except McpError as exc:
+                return Closed(exc)
+            if not self._acknowledged:
+                # A stream that ends before its acknowledgement is no stream: a wait then polls
+                # (it falls back on a TransportError, not yet on a ProtocolError).
+                return Closed(
+                    TransportError("The server ended the subscription before acknowledging it", cause=message)
+                )
+            return Closed(None)
+        if not self._acknowledged:
+            if message.get("method") == "notifications/subscriptions/acknowledged":
+                return self._acknowledge(message)
+            log.debug("ignored %s before the acknowledgement", message.get("method"))
+            return None
+        method = message["method"]
+        params = message.get("params")
+        params = params if isinstance(params, dict) else {}
+        if method == "notifications/cancelled" and params.get("requestId") == self.id:
+            return Closed(None)
+        if not isinstance(method, str):
+            log.debug("ignored a message on the listen stream with a non-string method")
+            return None
+        self._deliver(Notification(method, params))
+        return None
+
+    def _acknowledge(self, message: dict[str, Any]) -> Closed | None:
         params = message.get("params")
         accepted = params.get("notifications") if isinstance(params, dict) else None
         if not isinstance(accepted, dict):  # a TransportError, so that a wait polls (as above)
-            return TransportError("The acknowledgement has no notifications filter", cause=message)
+            return Closed(TransportError("The acknowledgement has no notifications filter", cause=message))
         with self._cond:
             self.accepted = accepted
             self._acknowledged = True

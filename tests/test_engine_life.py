@@ -336,19 +336,20 @@ def test_what_a_merged_stream_still_brings_is_news(
         second_wait.result(FAILSAFE)
 
 
-@pytest.mark.parametrize("old_first", [True, False])
-def test_a_merged_stream_has_caught_up_once_it_brings_what_the_new_one_brought(old_first: bool) -> None:
-    """The linger ends early once the old stream brings a status the new stream brought too
-    (pushed after the new one was registered), whichever came first; not on its own statuses."""
+def test_what_a_lingering_stream_brought_is_not_news_again_on_the_stream_that_replaced_it() -> None:
+    """The merged stream is read once the old one is closed, and brings again what the server pushed
+    on both: those statuses (told apart by their lastUpdatedAt) are not news twice (an older one
+    after a newer one); a status without lastUpdatedAt cannot be told apart, so it is news."""
     old, new = _news.Stream(), _news.Stream()
     linger = _news.Linger(old, new)
     earlier = {"taskId": "a", "status": "working", "lastUpdatedAt": "2026-12-01T10:00:00Z"}
     later = {"taskId": "a", "status": "completed", "lastUpdatedAt": "2026-12-01T10:00:01Z"}
-    caught_up = lambda: linger.due(0.0)  # noqa: E731  (due at once only when caught up)
-    linger.heard_on(old, earlier)
-    assert not caught_up() and linger.due(linger.until)
-    first, second = (old, new) if old_first else (new, old)
-    linger.heard_on(first, later)
-    assert not caught_up()
-    linger.heard_on(second, later)
-    assert caught_up()
+    bare = {"taskId": "a", "status": "working"}
+    linger.heard_on_old(earlier)
+    linger.heard_on_old(bare)
+    assert not linger.due(linger.until - 0.01) and linger.due(linger.until)
+    new.replayed |= linger.heard
+    assert _news.replayed(new, earlier)
+    assert not _news.replayed(new, earlier)  # once only
+    assert not _news.replayed(new, later)
+    assert not _news.replayed(new, bare)

@@ -1,6 +1,6 @@
 """The parts of the client's shared watch (_watch.py) that hold its state: the news a wait takes
 (`Inbox`, with `READ` for "read it"), one listen stream (`Stream`), a stream merged into a new one
-that is still read until it has caught up (`Linger`), the reads a new stream calls for
+that is still read for a while (`Linger`), the reads a new stream calls for
 (`CatchUp`), and what the watch knows of a server's cap on ids per stream (`StreamCap`).
 """
 
@@ -16,9 +16,22 @@ from typing import Any
 
 from mcp_tasks._errors import INVALID_PARAMS, McpError
 from mcp_tasks._status import Status
-from mcp_tasks._subscription import Event, Subscription
+from mcp_tasks._subscription import Subscription
 
-__all__ = ["CAP_TRUST", "LINGER", "READ", "CatchUp", "Cue", "Inbox", "Linger", "News", "Stream", "StreamCap"]
+__all__ = [
+    "CAP_TRUST",
+    "LINGER",
+    "READ",
+    "CatchUp",
+    "Cue",
+    "Inbox",
+    "Linger",
+    "News",
+    "Stream",
+    "StreamCap",
+    "replayed",
+    "status_key",
+]
 
 log = logging.getLogger("mcp_tasks")
 
@@ -56,49 +69,65 @@ class Inbox:
 
 
 class Stream:
-    """One listen stream: its ids, and the events its reader brought before the watch took it on."""
+    """One listen stream: its ids, and what it may bring again that a stream it replaced brought."""
 
     def __init__(self) -> None:
         self.subscription: Subscription | None = None  # set once acknowledged and taken on
         self.ids: set[str] = set()
         self.live = 0  # how many of its ids are wanted and followed on it
         self.closing = False
-        self.early: list[Event] = []  # events that came between its acknowledgement and then
+        self.replayed: set[tuple[Any, ...]] = set()  # (see `Linger`)
 
 
 LINGER = 0.25
-"""Seconds at most a stream merged into a new one is still read (see `Linger`): as long as the
-watch gathers new ids before a merge (_streams.MERGE_GATHER), so that lingering holds no merge back.
+"""Seconds a stream merged into a new one is still read (see `Linger`): as long as the watch
+gathers new ids before a merge (_streams.MERGE_GATHER), so that lingering holds no merge back.
 """
 
 
+def status_key(params: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    """What tells one status notification from another: None when it has no ``lastUpdatedAt``
+    (two such of one task may be the same status twice, or two statuses alike).
+    """
+    if params.get("lastUpdatedAt") is None:
+        return None
+    return (params.get("taskId"), params.get("status"), params.get("lastUpdatedAt"), params.get("statusMessage"))
+
+
 class Linger:
-    """A stream (`old`) whose ids were all merged into a new one (`new`), still read for a while:
-    what the server pushed on it before the new stream was registered may still be on its way
-    (its reader may lag behind the new stream's acknowledgement), and is news. It has caught up
-    once it brings a notification the new stream brought too (pushed after the new stream was
-    registered: everything before it on the old stream has come), or at `until`, or when it ends.
-    Kept under the watch's lock; while one lingers, no other merge opens (the watch's threads
-    stay at most the manager and two readers).
+    """A stream (`old`) whose ids were all merged into a new one (`new`), still read for `LINGER`
+    seconds (or until it ends): what the server pushed on it before the new stream was registered
+    may still be on its way, and is news. Meanwhile the new stream is not read (its messages wait
+    in the transport): its reader starts once the old one is closed, so that the watch's threads
+    stay the manager and one reader. What the old stream brought (`heard`) becomes the new one's
+    `Stream.replayed`: the new stream brings it again (pushed after its registration), and it is
+    not news twice (nor an older status after a newer one). Kept under the watch's lock; while
+    one lingers, no other merge opens.
     """
 
     def __init__(self, old: Stream, new: Stream) -> None:
         self.old, self.new = old, new
         self.until = time.monotonic() + LINGER
-        self.heard: tuple[set[tuple[Any, ...]], set[tuple[Any, ...]]] = (set(), set())  # (on old, on new)
-        self.caught_up = False
+        self.heard: set[tuple[Any, ...]] = set()
 
-    def heard_on(self, stream: Stream, params: Mapping[str, Any]) -> None:
-        """`stream` (old or new) brought a notification with these `params`."""
-        key = (params.get("taskId"), params.get("status"), params.get("lastUpdatedAt"), params.get("statusMessage"))
-        mine, other = self.heard if stream is self.old else self.heard[::-1]
-        if key in other:
-            self.caught_up = True
-        mine.add(key)
+    def heard_on_old(self, params: Mapping[str, Any]) -> None:
+        """The old stream brought a notification with these `params`."""
+        key = status_key(params)
+        if key is not None:
+            self.heard.add(key)
 
     def due(self, now: float) -> bool:
         """Whether the old stream is to be closed now."""
-        return self.caught_up or now >= self.until
+        return now >= self.until
+
+
+def replayed(stream: Stream, params: Mapping[str, Any]) -> bool:
+    """Whether `stream`'s notification with these `params` is one a stream it replaced brought."""
+    key = status_key(params)
+    if key is None or key not in stream.replayed:
+        return False
+    stream.replayed.discard(key)
+    return True
 
 
 class CatchUp:

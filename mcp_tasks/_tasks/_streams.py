@@ -1,8 +1,9 @@
 """The manager of a client's listen streams (``mcp_tasks-watch``), the lower half of its shared
 watch (_watch.py, which adds the waits' side and the news): it gathers the ids the waits want,
-opens a stream for them or merges them with the open one (the old one still read until it has
-caught up: `Linger`), learns a server's cap on ids per stream (`StreamCap`), closes the streams no
-wait wants, and reads what a new stream calls for (`CatchUp`). See _watch.py's docstring for the whole.
+opens a stream for them (reading its acknowledgement itself) or merges them with the open one (the
+old one still read for a moment, `Linger`, before the new one's reader starts), learns a server's
+cap on ids per stream (`StreamCap`), closes the streams no wait wants, and reads what a new stream
+calls for (`CatchUp`). See _watch.py's docstring for the whole.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ class Streams:
         self._drops: dict[str, int] = {}
         self._streams: list[Stream] = []
         self._closing: list[Stream] = []
+        self._starting: list[Stream] = []  # taken on, their readers not started yet
         self._lingering: list[Linger] = []  # streams merged into a newer one, read until caught up
         self._cap = StreamCap()
         self._listen = True
@@ -76,9 +78,6 @@ class Streams:
     def _event(self, stream: Stream, event: Event) -> None:
         raise NotImplementedError
 
-    def _take_event(self, stream: Stream, event: Event) -> None:
-        raise NotImplementedError
-
     # -- the manager thread -------------------------------------------------------------------
 
     def _manage(self) -> None:
@@ -87,14 +86,16 @@ class Streams:
             with self.changed:
                 self._end_lingering()
                 closing, self._closing = self._closing, []
+                starting, self._starting = self._starting, []
                 placing = self._may_place()
                 if self._unplaced and noticed is None:
                     noticed = time.monotonic()
-                if not closing and not placing and not self._catch.due:
+                if not closing and not starting and not placing and not self._catch.due:
                     if not self._stop.is_set():  # read under the lock: `close` notifies under it
                         wait_condition(self.changed, min((x.until for x in self._lingering), default=None))
                     continue
-            self._shut(closing)
+            self._shut(closing)  # (a lingering stream's reader is joined before its successor's starts)
+            self._start(starting)
             if not placing:
                 self._catch_up()
                 continue
@@ -153,13 +154,18 @@ class Streams:
         self.changed.notify_all()  # the manager times its end
 
     def _end_lingering(self, stream: Stream | None = None) -> None:
-        """Close the lingering streams that are due, or those `stream` was or succeeded (the lock held)."""
+        """Close the lingering streams that are due, or those `stream` was or succeeded, and have
+        their successors' readers started (the lock held).
+        """
         now = time.monotonic()
         for linger in list(self._lingering):
             if linger.due(now) or stream in (linger.old, linger.new):
                 self._lingering.remove(linger)
                 linger.old.closing = True
                 self._closing.append(linger.old)
+                linger.new.replayed |= linger.heard
+                if self._lingered(linger.new) is None:
+                    self._starting.append(linger.new)
 
     def _lingered(self, stream: Stream) -> Linger | None:
         """The `Linger` that `stream` is the old or the new stream of (the lock held)."""
@@ -176,6 +182,12 @@ class Streams:
             if self._streamed.get(task_id) is stream:
                 del self._streamed[task_id]
         self._closing.append(stream)  # closed by the manager, outside the lock
+
+    @staticmethod
+    def _start(streams: list[Stream]) -> None:
+        for stream in streams:
+            if stream.subscription is not None and not stream.closing:
+                stream.subscription.start()  # (not once closed: `close` may have raced it)
 
     @staticmethod
     def _shut(streams: list[Stream]) -> None:
@@ -222,7 +234,11 @@ class Streams:
                 self._meta = self._protocol.meta()
             stream = Stream()
             subscription = self.channel.open_listen(
-                {"taskIds": ids}, Deadline(OPEN_TIMEOUT), self._meta, sink=lambda event: self._event(stream, event)
+                {"taskIds": ids},
+                Deadline(OPEN_TIMEOUT),
+                self._meta,
+                sink=lambda event: self._event(stream, event),
+                start=False,  # the acknowledgement is read here: no thread more while it comes
             )
         except McpError as exc:
             return self._open_failed(ids, exc)
@@ -245,8 +261,8 @@ class Streams:
         return "other"
 
     def _add_stream(self, stream: Stream, subscription: Subscription, accepted: list[Any], ids: list[str]) -> None:
-        """Start following a new stream (the lock held): cue the ids it took, poll those it left,
-        then take the events that came meanwhile.
+        """Start following a new stream (the lock held): cue the ids it took, poll those it left;
+        its reader starts (the manager) once no stream it replaced lingers.
         """
         asked = set(ids)
         stream.subscription = subscription
@@ -272,9 +288,8 @@ class Streams:
                     self._linger(old, stream)  # merged: read on until it has caught up
                 else:
                     self._retire(old)  # narrowed to nothing meanwhile
-        early, stream.early = stream.early, []
-        for event in early:
-            self._take_event(stream, event)
+        if self._lingered(stream) is None:
+            self._starting.append(stream)  # (else once the stream it replaced is closed)
 
     def _open_failed(self, ids: list[str], exc: McpError) -> str:
         refused = StreamCap.refusal(exc, len(ids))

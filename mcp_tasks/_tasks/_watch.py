@@ -11,15 +11,17 @@ waited on, by any thread, and the news they bring to the waits (a channel attach
 - On a 2026-07-28 connection one manager thread (``mcp_tasks-watch``) opens the streams: new ids are
   gathered for a moment and placed on a stream of their own while fewer than `MAX_STREAMS` are open,
   else merged with the open ones into one stream (opened before the old ones close, so no
-  notification falls between; an old one is read on until it has caught up: `Linger`). A server's
+  notification falls between; an old one is read on for a moment, `Linger`, and the new one's
+  reader starts once it is closed). A server's
   cap on ids per stream is learnt only from a -32602 that says so (it names a limit: the chunk is
   halved), or when the chunk without its new ids is refused too; a refusal of new ids alone has
   those ids polled (their waits hear why). A learnt cap is tried doubled again after `CAP_TRUST`
   streams opened under it. Ids beyond `MAX_STREAMS` streams, ids the acknowledgement leaves out, and
   ids whose stream dropped `MAX_REOPENS` times are polled by their waits. Each stream costs one
-  thread, its reader (``mcp_tasks-listen-<id>``), which turns its events into news here; so the
-  watch runs at most ``1 + MAX_STREAMS + 1`` threads (the manager, and the readers while a merged
-  stream replaces the old one) for all the client's waits, whatever their number.
+  thread, its reader (``mcp_tasks-listen-<id>``), which turns its events into news here; the
+  manager reads a new stream's acknowledgement itself, and a merged stream's reader starts only
+  once the stream it replaced is closed, so the watch runs at most ``1 + MAX_STREAMS`` threads
+  for all the client's waits, whatever their number.
 - On a 2025-11-25 session the status notifications the session pushes unasked are cues.
 """
 
@@ -35,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from mcp_tasks._errors import McpError
 from mcp_tasks._status import Status
 from mcp_tasks._subscription import Closed, Dropped, Event, Notification
-from mcp_tasks._tasks._news import READ, Inbox, Linger, News, Stream
+from mcp_tasks._tasks._news import READ, Inbox, Linger, News, Stream, replayed
 from mcp_tasks._tasks._protocol import decode
 from mcp_tasks._tasks._side import TaskSide, side_of
 from mcp_tasks._tasks._streams import MAX_REOPENS, MAX_STREAMS, Streams
@@ -156,10 +158,6 @@ class Watch(Streams):
         the watch's own): news, or at its end a reopen or polls.
         """
         with self.changed:
-            if stream.subscription is None:
-                if not stream.closing:
-                    stream.early.append(event)  # taken on by `_add_stream`, which replays it
-                return
             self._take_event(stream, event)
 
     def _take_event(self, stream: Stream, event: Event) -> None:
@@ -174,32 +172,23 @@ class Watch(Streams):
         elif isinstance(event, Dropped):
             for task_id in stream.ids:
                 self._tell(task_id, READ)
-        elif event.method in TASK_NOTIFICATIONS and not stream.closing:
-            if linger is not None:
-                linger.heard_on(stream, event.params)
-                self._end_caught_up(linger)
+        elif event.method in TASK_NOTIFICATIONS and not stream.closing and not replayed(stream, event.params):
             self._notified(event.params, stream)
 
     def _lingering_event(self, linger: Linger, event: Event) -> None:
-        """`event` of a stream merged into a newer one: news still, until it has caught up."""
+        """`event` of a stream merged into a newer one: news still, while it lingers."""
         old = linger.old
         if isinstance(event, Notification):
             if event.method in TASK_NOTIFICATIONS:
-                linger.heard_on(old, event.params)
+                linger.heard_on_old(event.params)
                 self._notified(event.params, old)
-                self._end_caught_up(linger)
             return
         if isinstance(event, Dropped) or event.error is not None:  # what it still had to say may be lost
             for task_id in old.ids:
                 self._tell(task_id, READ)
         if isinstance(event, Closed):
             self._end_lingering(old)
-            self.changed.notify_all()  # the manager joins its reader
-
-    def _end_caught_up(self, linger: Linger) -> None:
-        if linger.caught_up:
-            self._end_lingering(linger.old)
-            self.changed.notify_all()
+            self.changed.notify_all()  # the manager joins its reader, and starts the new one's
 
     def _notified(self, params: dict[str, Any], stream: Stream) -> None:
         task_id = params.get("taskId")
@@ -240,7 +229,7 @@ class Watch(Streams):
         with self.changed:
             lingering = [linger.old for linger in self._lingering]
             streams, self._streams = list(self._streams) + self._closing + lingering, []
-            self._closing, self._lingering = [], []
+            self._closing, self._lingering, self._starting = [], [], []
             for stream in streams:
                 stream.closing = True
             self.changed.notify_all()

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable, Iterator
 
 from mcp_tasks._clock import Deadline
-from mcp_tasks._errors import McpError, TransportError
+from mcp_tasks._errors import McpError, RequestTimeout, TransportError
 from mcp_tasks._wire import loads, malformed
 from mcp_tasks.transports._base import Message, Stream
 from mcp_tasks.transports._body import Response
@@ -40,7 +40,7 @@ class HttpStream(Stream):
         self._lock = threading.Lock()
         self._on_close = on_close
 
-    def read(self) -> Message | None:
+    def read(self, deadline: Deadline | None = None) -> Message | None:
         """See `Stream.read`."""
         with self._lock:
             if self._closed.is_set() or self._reading:
@@ -51,11 +51,13 @@ class HttpStream(Stream):
                 if self._ended or self._closed.is_set():
                     return None
                 try:
-                    chunk = self._response.chunk(None)
+                    chunk = self._response.chunk(deadline)
                 except McpError as exc:
                     self._ended = True
                     if self._closed.is_set():
                         return None
+                    if isinstance(exc, RequestTimeout):
+                        raise
                     raise TransportError(f"the listen stream broke: {exc.message}", cause=exc) from exc
                 if not chunk:
                     self._ended = True
@@ -97,7 +99,7 @@ class SingleMessage(Stream):
     def __init__(self, message: Message) -> None:
         self._message: Message | None = message
 
-    def read(self) -> Message | None:
+    def read(self, deadline: Deadline | None = None) -> Message | None:
         """See `Stream.read`."""
         message, self._message = self._message, None
         return message

@@ -63,12 +63,14 @@ class Stream(abc.ABC):
     """The server's messages for one `subscriptions/listen` request, in order."""
 
     @abc.abstractmethod
-    def read(self) -> Message | None:
+    def read(self, deadline: Deadline | None = None) -> Message | None:
         """The next message; None once the stream has ended.
 
         Blocks until a message or the end: silence is not an end, and `close()` from another
         thread wakes a blocked read (which then returns None). Raises `McpError` (kind transport)
-        when the stream broke.
+        when the stream broke. With a `deadline` (a listen's acknowledgement, read by the thread
+        that opens it): `RequestTimeout` when nothing came by then, after which the stream is only
+        to be closed.
         """
 
     @abc.abstractmethod
@@ -308,9 +310,12 @@ class QueueStream(Stream):
             self._ended = True
         self._queue.put(error if error is not None else _END)
 
-    def read(self) -> Message | None:
+    def read(self, deadline: Deadline | None = None) -> Message | None:
         """See `Stream.read`."""
-        item = self._queue.get()
+        try:
+            item = self._queue.get(timeout=None if deadline is None else max(deadline.remaining() or 0.0, 0.0))
+        except queue.Empty:
+            raise RequestTimeout(deadline.timeout or 0.0 if deadline is not None else 0.0) from None
         if item is _END:
             self._queue.put(_END)
             return None
