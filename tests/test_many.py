@@ -228,6 +228,21 @@ def test_left_out_ids_are_polled_a_dropped_stream_is_reopened_and_a_cue_is_read(
     assert listens(server) == 2
 
 
+def test_a_task_whose_end_comes_on_the_stream_while_catching_up_is_not_read(
+    listen_server: Callable[..., ListenTasksServer],
+) -> None:
+    """Every task completes at the first catch-up read, its full status pushed on the stream
+    before that read is answered: the other tasks' reads are spared (the stream told), by the
+    waiting thread and by the watch's manager alike (before: each task was read all the same)."""
+    server = listen_server(complete_on_listen=0, complete_on_get=True, poll_ms=600_000)
+    with mt.Client.http(server.url, timeout=10) as client:
+        tasks = [t for t in (mt.call_tool(client, "job") for _ in range(40)) if isinstance(t, mt.Status)]
+        statuses = mt.wait_all(client, tasks, timeout=30)
+    assert [mt.outcome(s)["content"][0]["text"] for s in statuses] == [f"done {t.task_id[:4]}" for t in tasks]
+    gets = server.journal.events(lambda e: e.get("rpc") == "tasks/get")
+    assert 1 <= len(gets) <= 10  # the reads in flight when the statuses came, not 40
+
+
 def test_a_stream_that_keeps_dropping_is_reopened_a_bounded_number_of_times(
     listen_server: Callable[..., ListenTasksServer],
 ) -> None:
