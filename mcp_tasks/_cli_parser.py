@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 
+from mcp_tasks._cli_adopt import add_adopt_command
 from mcp_tasks._cli_help import HelpFormatter
 from mcp_tasks._cli_store import add_store_option
 from mcp_tasks._cli_text import TARGET_FORMS, TARGET_HELP, TASK_ID_HELP, TOOL_HELP
@@ -240,6 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
     listed.add_argument("--jsonl", action="store_true", help="each task as a JSON object on a line of its own")
     tasks.add_argument("--debug", action="store_true", help="show tracebacks on stderr")
     add_store_option(tasks)
+    add_adopt_command(commands, [common, waits])
 
     demo = commands.add_parser(
         "demo",

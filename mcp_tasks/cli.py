@@ -16,6 +16,7 @@ import traceback
 from collections.abc import Sequence
 from typing import Any
 
+from mcp_tasks._cli_adopt import run_adopt
 from mcp_tasks._cli_auth import auth_of
 from mcp_tasks._cli_console import Console
 from mcp_tasks._cli_hints import in_cli_terms
@@ -265,6 +266,8 @@ def _run(args: argparse.Namespace, console: Console, state: dict[str, str], trac
     if args.command == "tasks":
         list_tasks(open_store(args), sys.stdout, form="json" if args.json else "jsonl" if args.jsonl else "table")
         return EXIT_OK
+    if args.command == "adopt":
+        return EXIT_OK if not run_adopt(args, auth_of(args), dict(args.header) or None) else EXIT_FAILED
     _from_store(args)
     if getattr(args, "no_wait", False) and kind_of(args.target) != "http":
         raise UsageError(f"--no-wait needs an http(s) target: on this one {tied_to_command(kind_of(args.target))}")

@@ -41,22 +41,21 @@ CLIENT = textwrap.dedent(
     import mcp_tasks as mt
 
     url, path, mode = sys.argv[1], sys.argv[2], sys.argv[3]
-    if os.environ.get("LEASE_TTL"):  # a shorter lease, so that a test need not wait 15 s
-        import mcp_tasks._tasks._record as record
-        record.LEASE_TTL = float(os.environ["LEASE_TTL"])
+    # A shorter lease, so that a test need not wait 15 s.
+    lease = {"lease_ttl": float(os.environ["LEASE_TTL"])} if os.environ.get("LEASE_TTL") else {}
 
     class Dying(mt.SqliteTaskStore):
-        def write_answers(self, task_id, answers):
-            super().write_answers(task_id, answers)
+        def write_answers(self, task_id, answers, *, holder=None):
+            super().write_answers(task_id, answers, holder=holder)
             if mode == "die-after-write":
                 os.kill(os.getpid(), signal.SIGKILL)
 
-        def acknowledge(self, task_id, keys):
+        def acknowledge(self, task_id, keys, *, holder=None):
             if mode == "die-before-ack":
                 os.kill(os.getpid(), signal.SIGKILL)
-            super().acknowledge(task_id, keys)
+            super().acknowledge(task_id, keys, holder=holder)
 
-    store = Dying(path)
+    store = Dying(path, **lease)
 
     def form(params):
         if mode != "wait":
@@ -261,7 +260,12 @@ def test_eight_processes_record_fifty_tasks_each_in_one_file(tmp_path: Path) -> 
     ]
     errors = [w.communicate(timeout=300)[1] for w in workers]
     assert [w.returncode for w in workers] == [0] * 8, errors
-    assert not any("locked" in e or "Traceback" in e for e in errors), errors
+    # A status write is best effort (a locked file gets STATUS_BUDGET, then the status goes
+    # unrecorded with a warning: eight writers on a loaded machine can starve one that long); the
+    # records themselves, their ends and their leases are never dropped (counted below).
+    dropped = "could not record its status"
+    assert not any("Traceback" in e for e in errors), errors
+    assert not any("locked" in line and dropped not in line for e in errors for line in e.splitlines()), errors
     store = mt.SqliteTaskStore(path)
     unfinished = store.unfinished()
     assert len(unfinished) == 8 * 25

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 import mcp_tasks as mt
@@ -60,6 +61,11 @@ def test_a_ref_goes_to_json_and_back_with_its_status() -> None:
     assert again == saved
     assert again.last_status is not None and again.last_status.era == "legacy"
     assert again.session_id == "sess-1" and not again.finished
+    forgotten = attrs.evolve(saved, gone="forgotten")
+    assert mt.TaskRef.from_json(forgotten.to_json()) == forgotten and forgotten.finished
+    assert "gone='forgotten'" in repr(forgotten)
+    with pytest.raises(ValueError, match="gone must be"):
+        mt.TaskRef.from_json(json.dumps({**json.loads(saved.to_json()), "gone": "lost"}))
 
 
 def test_a_ref_shows_a_short_id_only() -> None:
@@ -122,6 +128,16 @@ def test_unfinished_lists_the_running_oldest_first(store: mt.TaskStore) -> None:
     store.update("task-2", working("task-2", mt.TaskState.COMPLETED))
     store.update("task-0", working("task-0", mt.TaskState.INPUT_REQUIRED))
     assert [r.task_id for r in store.unfinished()] == ["task-1", "task-0"]
+
+
+def test_a_task_the_server_forgot_is_kept_as_gone_and_not_unfinished(store: mt.TaskStore) -> None:
+    store.record(ref().with_status(working()))
+    kept = store.get(TASK)
+    assert kept is not None
+    store.record(attrs.evolve(kept, gone="expired"))  # what a wait records of a -32602
+    again = store.get(TASK)
+    assert again is not None and again.gone == "expired" and again.finished and again.last_status == working()
+    assert store.unfinished() == []
 
 
 def test_the_ledger_keeps_answers_until_acknowledged(store: mt.TaskStore) -> None:
@@ -464,6 +480,7 @@ def contract_tests() -> list[Callable[[mt.TaskStore], None]]:
     return [
         test_record_get_update_and_forget,
         test_unfinished_lists_the_running_oldest_first,
+        test_a_task_the_server_forgot_is_kept_as_gone_and_not_unfinished,
         test_the_ledger_keeps_answers_until_acknowledged,
         test_a_lease_has_one_holder_until_released_or_expired,
         test_a_lease_of_a_process_that_is_gone_is_free_at_once,

@@ -10,7 +10,7 @@ from mcp_tasks._store._open import open_store
 from mcp_tasks._store._postgres import PostgresTaskStore
 from mcp_tasks._store._protocol import CLAIM_METHOD, LEASE_TTL, STORE_METHODS, TaskStore, lease_ttl_of
 from mcp_tasks._store._ref import NewerRecord, TaskRef
-from mcp_tasks._store._renewer import Lease, hold, let_go
+from mcp_tasks._store._renewer import Lease, Renewer, hold, let_go
 from mcp_tasks._store._sqlite import SqliteTaskStore, default_store_path
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "Lease",
     "NewerRecord",
     "PostgresTaskStore",
+    "Renewer",
     "SqliteTaskStore",
     "StoreError",
     "TaskRef",

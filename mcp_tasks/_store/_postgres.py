@@ -10,7 +10,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -338,6 +338,25 @@ class PostgresTaskStore:
             return done.rowcount == 1
 
         return self._run(work)
+
+    def renew_many(self, leases: Sequence[tuple[str, str]], ttl: float) -> list[bool]:
+        """Renew many leases in one statement (each ``(task_id, holder)`` as `renew` would): for
+        each, whether its holder still held it. Optional in a store: a renewer renews one lease at
+        a time without it.
+        """
+        pairs = [(str(task_id), str(holder)) for task_id, holder in leases]
+
+        def work(conn: Conn) -> list[bool]:
+            rows = conn.execute(
+                f"UPDATE {self._leases} AS l SET expires = now() + make_interval(secs => %s::float8) "
+                "FROM unnest(%s::text[], %s::text[]) AS r(task_id, holder) "
+                "WHERE l.task_id = r.task_id AND l.holder = r.holder RETURNING l.task_id, l.holder",
+                (float(ttl), [task_id for task_id, _ in pairs], [holder for _, holder in pairs]),
+            ).fetchall()
+            kept = {(row[0], row[1]) for row in rows}
+            return [pair in kept for pair in pairs]
+
+        return self._run(work) if pairs else []
 
     def release(self, task_id: str, holder: str) -> None:
         """See `TaskStore.release`."""

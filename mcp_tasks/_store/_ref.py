@@ -13,7 +13,7 @@ from mcp_tasks._errors import InvalidStatus
 from mcp_tasks._redact import short_id, shown_endpoint
 from mcp_tasks._status import Era, Status
 
-__all__ = ["FORMAT", "NewerRecord", "TaskRef"]
+__all__ = ["FORMAT", "GONE", "NewerRecord", "TaskRef"]
 
 FORMAT = 1
 """The version of the JSON a `TaskRef` is saved as; a larger one was written by a newer mcp_tasks."""
@@ -34,6 +34,15 @@ def _era(value: object) -> Era:
     if value not in ("modern", "legacy"):
         raise ValueError(f"era must be 'modern' or 'legacy', got {value!r}")
     return value
+
+
+GONE = ("expired", "forgotten")
+"""Why a task the server no longer knows ended: past its ``createdAt + ttlMs``, or not."""
+
+
+def _gone(instance: object, attribute: attrs.Attribute[str | None], value: str | None) -> None:
+    if value is not None and value not in GONE:
+        raise ValueError(f"gone must be None, 'expired' or 'forgotten', got {value!r}")
 
 
 TRACE_KEYS = ("traceparent", "tracestate")
@@ -73,6 +82,9 @@ class TaskRef:
     (`created_at`, seconds since the epoch) and the last status read (None before any).
     `trace_context`: when a traced client created the task, the W3C ``traceparent`` (and
     ``tracestate``) of the ``tools/call`` that did, so that a wait in another process links to it.
+    `gone`: None, or why the task ended without an outcome: the server answered -32602 for it
+    (it no longer knows it), ``"expired"`` past its ``createdAt + ttlMs``, else ``"forgotten"``;
+    such a ref is `finished` (its result is lost).
 
     Its repr shows a short id only (a task id is a bearer credential), and the endpoint without
     its query or userinfo (they may carry a key); `to_json` keeps both whole.
@@ -87,11 +99,14 @@ class TaskRef:
         default=None, validator=attrs.validators.optional(attrs.validators.instance_of(Status))
     )
     trace_context: dict[str, str] | None = attrs.field(default=None, converter=_trace_context, hash=False)
+    gone: str | None = attrs.field(default=None, validator=_gone)
 
     @property
     def finished(self) -> bool:
-        """Whether the last status read was terminal (completed, failed or cancelled)."""
-        return self.last_status is not None and self.last_status.terminal
+        """Whether the task is over: the last status read was terminal (completed, failed or
+        cancelled), or the server no longer knows the task (`gone`).
+        """
+        return self.gone is not None or (self.last_status is not None and self.last_status.terminal)
 
     @property
     def session_id(self) -> str | None:
@@ -115,6 +130,8 @@ class TaskRef:
         }
         if self.trace_context is not None:
             saved["traceContext"] = dict(self.trace_context)  # format 1 still: older readers skip it
+        if self.gone is not None:
+            saved["gone"] = self.gone  # likewise (a store keeps `finished` in a column of its own)
         return json.dumps(saved, ensure_ascii=False, separators=(",", ":"))
 
     @classmethod
@@ -155,6 +172,7 @@ class TaskRef:
             created_at=float(created),
             last_status=status,
             trace_context=traced,
+            gone=saved.get("gone"),
         )
 
     def __repr__(self) -> str:
@@ -162,5 +180,5 @@ class TaskRef:
         return (
             f"TaskRef(task_id={short_id(self.task_id)!r}, tool={self.tool!r}, "
             f"endpoint={shown_endpoint(self.endpoint)!r}, "
-            f"era={self.era!r}, last_status={last!r})"
+            f"era={self.era!r}, last_status={last!r}{'' if self.gone is None else f', gone={self.gone!r}'})"
         )

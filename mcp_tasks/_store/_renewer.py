@@ -1,7 +1,10 @@
-"""Leases kept alive while their waits wait: one daemon thread per store renews every lease held
-in it a third of a ttl before it would lapse, so a person taking their time to answer does not
-lose the task to another process. The thread starts with the first lease held in a store and is
-joined when the last one is let go.
+"""Leases kept alive while their waits wait: a `Renewer`'s one daemon thread renews every lease
+held through it a third of a ttl before it would lapse, so a person taking their time to answer
+does not lose the task to another process. The thread starts with the first lease held and is
+joined when the last one is let go, or when its `closing` signal is set (a client's: the tasks
+code keeps one renewer per client) and it is closed.
+
+`hold` and `let_go` use one renewer per store, with no closing signal of its own.
 """
 
 from __future__ import annotations
@@ -11,21 +14,25 @@ import logging
 import os
 import threading
 import time
+from typing import Any
 
+from mcp_tasks._clock import wait_condition
 from mcp_tasks._redact import short_id
 from mcp_tasks._store._bound import store_deadline
 from mcp_tasks._store._protocol import TaskStore
+from mcp_tasks._threads import join_all
 
-__all__ = ["Lease", "hold", "let_go"]
+__all__ = ["Lease", "Renewer", "hold", "let_go"]
 
 log = logging.getLogger("mcp_tasks")
 
 RENEW_PATIENCE = 1.0
 """Seconds one renewal waits for a busy store before it is tried again."""
+THREAD = "mcp_tasks-lease-renewer"
 
 
 class Lease:
-    """A lease a wait holds on a task: renewed in the background until `let_go`; `lost` once a
+    """A lease a wait holds on a task: renewed in the background until let go; `lost` once a
     renewal found another holder (the lease had lapsed and was taken).
     """
 
@@ -38,46 +45,138 @@ class Lease:
         self.lost = False
 
 
-class _Renewer:
-    """The thread that renews the leases held in one store."""
+class Renewer:
+    """One thread that renews the leases held through it, in any store. It sleeps until the
+    next lease is due, a lease is added, the last is let go, or `closing` is set (then `close()`
+    wakes it, and it renews nothing more: the waits it renewed for are ending).
+    """
 
-    def __init__(self, store: TaskStore) -> None:
-        self.store = store
+    def __init__(self, closing: threading.Event | None = None) -> None:
+        self.closing = closing or threading.Event()
         self.leases: set[Lease] = set()
-        self.stopping = False
         self.wake = threading.Condition()
-        self.thread = threading.Thread(target=self._run, name="mcp_tasks-lease-renewer", daemon=True)
+        self.thread: threading.Thread | None = None
+        self.stopping = False
+
+    def hold(self, store: TaskStore, task_id: str, holder: str, ttl: float) -> Lease:
+        """Keep renewing the lease `holder` has just taken on `task_id` in `store`, until `let_go`
+        (once closing, the lease is kept as it is: nothing renews it).
+        """
+        lease = Lease(store, task_id, holder, ttl)
+        with self.wake:
+            if self.closing.is_set():
+                return lease
+            self.leases.add(lease)
+            if self.thread is None or not self.thread.is_alive():  # none yet, or a forked child's
+                self.stopping = False
+                self.thread = threading.Thread(target=self._run, name=THREAD, daemon=True)
+                self.thread.start()
+            self.wake.notify()
+        return lease
+
+    def let_go(self, lease: Lease) -> None:
+        """Stop renewing `lease` (the caller then releases it); with the last lease, the thread
+        ends and is joined.
+        """
+        with self.wake:
+            if lease not in self.leases:
+                return
+            self.leases.discard(lease)
+            self.wake.notify()
+            if self.leases:
+                return
+            thread, self.thread, self.stopping = self.thread, None, True
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+
+    def close(self) -> None:
+        """Renew nothing more and end the thread (the closing signal is set)."""
+        with self.wake:
+            self.stopping = True
+            self.wake.notify_all()
+
+    def join(self, timeout: float = RENEW_PATIENCE + 1.0) -> None:
+        """Join the thread (a renewal under way gives up on a busy store within `RENEW_PATIENCE`)."""
+        with self.wake:
+            thread, self.thread = self.thread, None
+            self.leases.clear()
+        if thread is not None:
+            join_all([thread], timeout)
 
     def _run(self) -> None:
         contextvars.Context().run(self._loop)  # no store bound of the thread that started it
 
+    def _over(self) -> bool:
+        return self.stopping or self.closing.is_set() or threading.current_thread() is not self.thread
+
     def _loop(self) -> None:
         while True:
             with self.wake:
-                due = self._due()
-                while not self.stopping and due > 0:
-                    self.wake.wait(due)
+                while not self._over():
                     due = self._due()
-                if self.stopping:
+                    if due is not None and due <= time.monotonic():
+                        break
+                    wait_condition(self.wake, due)
+                if self._over():
                     return
-                leases = [lease for lease in self.leases if not lease.lost]
-            for lease in leases:
-                if time.monotonic() - lease.renewed >= lease.ttl / 3:
-                    self._renew(lease)
+                leases = self._batches()
+            for batch in leases:
+                if self.closing.is_set():
+                    return
+                many = getattr(batch[0].store, "renew_many", None)
+                if callable(many) and len(batch) > 1:
+                    self._renew_batch(batch, many)
+                else:
+                    for lease in batch:
+                        self._renew(lease)
 
-    def _due(self) -> float:
-        """Seconds until a lease needs renewing (a lease lost needs nothing)."""
+    def _due(self) -> float | None:
+        """When a lease needs renewing next (on the monotonic clock; a lease lost needs nothing)."""
+        dues = [lease.renewed + lease.ttl / 3 for lease in self.leases if not lease.lost]
+        return min(dues) if dues else None
+
+    def _batches(self) -> list[list[Lease]]:
+        """The leases to renew now, by store and ttl: those due, with those of their store that
+        are a sixth of a ttl old or more (renewed a little early, so that one call renews them).
+        """
         now = time.monotonic()
-        waits = [lease.renewed + lease.ttl / 3 - now for lease in self.leases if not lease.lost]
-        return min(waits) if waits else 3600.0
+        due: dict[tuple[int, float], list[Lease]] = {}
+        for lease in self.leases:
+            if not lease.lost and now - lease.renewed >= lease.ttl / 6:
+                due.setdefault((id(lease.store), lease.ttl), []).append(lease)
+        return [batch for batch in due.values() if any(now - lease.renewed >= lease.ttl / 3 for lease in batch)]
 
-    def _renew(self, lease: Lease) -> None:
+    @staticmethod
+    def _renew_batch(batch: list[Lease], many: Any) -> None:
+        """Renew `batch` (one store, one ttl) with the store's ``renew_many``: one round trip."""
+        started = time.monotonic()
+        first = batch[0]
+        try:
+            lapse = min(lease.renewed + lease.ttl for lease in batch)
+            with store_deadline(min(lapse, started + RENEW_PATIENCE)):
+                kept = list(many([(lease.task_id, lease.holder) for lease in batch], first.ttl))
+            if len(kept) != len(batch):
+                raise ValueError(f"renew_many returned {len(kept)} answers for {len(batch)} leases")
+        except Exception as exc:  # try again soon, one by one if it goes on
+            log.warning("could not renew %d leases: %s", len(batch), exc)
+            for lease in batch:
+                lease.renewed = max(lease.renewed, started - lease.ttl / 3 + min(lease.ttl / 6, RENEW_PATIENCE))
+            return
+        for lease, held in zip(batch, kept, strict=True):
+            if held:
+                lease.renewed = started
+            else:
+                lease.lost = True
+                log.info("task %s: its lease lapsed and another wait took it", short_id(lease.task_id))
+
+    @staticmethod
+    def _renew(lease: Lease) -> None:
         started = time.monotonic()
         try:
             # No use once it has lapsed; and a busy store is tried again soon rather than waited
             # for long, so that letting the last lease go (joining this thread) is quick.
             with store_deadline(min(lease.renewed + lease.ttl, started + RENEW_PATIENCE)):
-                kept = self.store.renew(lease.task_id, lease.holder, lease.ttl)
+                kept = lease.store.renew(lease.task_id, lease.holder, lease.ttl)
         except Exception as exc:  # try again soon; the lease lapses if this goes on for its ttl
             log.warning("task %s: could not renew its lease: %s", short_id(lease.task_id), exc)
             lease.renewed = max(lease.renewed, started - lease.ttl / 3 + min(lease.ttl / 6, RENEW_PATIENCE))
@@ -89,7 +188,7 @@ class _Renewer:
             log.info("task %s: its lease lapsed and another wait took it", short_id(lease.task_id))
 
 
-_renewers: dict[int, _Renewer] = {}
+_renewers: dict[int, Renewer] = {}
 _lock = threading.Lock()
 
 
@@ -105,34 +204,22 @@ if hasattr(os, "register_at_fork"):
 
 
 def hold(store: TaskStore, task_id: str, holder: str, ttl: float) -> Lease:
-    """Keep renewing the lease `holder` has just taken on `task_id` in `store`, until `let_go`."""
-    lease = Lease(store, task_id, holder, ttl)
+    """Keep renewing the lease `holder` has just taken on `task_id` in `store`, until `let_go`
+    (one renewer per store).
+    """
     with _lock:
-        renewer = _renewers.get(id(store))
-        if renewer is None:
-            renewer = _renewers[id(store)] = _Renewer(store)
-            renewer.thread.start()
-        with renewer.wake:
-            renewer.leases.add(lease)
-            renewer.wake.notify()
-    return lease
+        renewer = _renewers.setdefault(id(store), Renewer())
+        return renewer.hold(store, task_id, holder, ttl)
 
 
 def let_go(lease: Lease) -> None:
-    """Stop renewing `lease` (the caller then releases it); the store's renewer thread ends and
-    is joined with its last lease.
+    """Stop renewing a lease `hold` kept (the caller then releases it); the store's renewer
+    thread ends and is joined with its last lease.
     """
     with _lock:
         renewer = _renewers.get(id(lease.store))
-        if renewer is None or lease not in renewer.leases:
+        if renewer is None:
             return
-        with renewer.wake:
-            renewer.leases.discard(lease)
-            if renewer.leases:
-                renewer.wake.notify()
-                return
-            renewer.stopping = True
-            renewer.wake.notify()
-        del _renewers[id(lease.store)]
-    if renewer.thread is not threading.current_thread():
-        renewer.thread.join()
+        if lease in renewer.leases and len(renewer.leases) == 1:
+            del _renewers[id(lease.store)]
+    renewer.let_go(lease)

@@ -11,7 +11,7 @@ import random
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -311,6 +311,21 @@ class SqliteTaskStore:
                 return done.rowcount == 1
 
         return self._run(work)
+
+    def renew_many(self, leases: Sequence[tuple[str, str]], ttl: float) -> list[bool]:
+        """Renew many leases in one transaction (each ``(task_id, holder)`` as `renew` would):
+        for each, whether its holder still held it. Optional in a store: a renewer renews one
+        lease at a time without it.
+        """
+        pairs = [(str(task_id), str(holder)) for task_id, holder in leases]
+
+        def work(db: sqlite3.Connection) -> list[bool]:
+            expires = time.time() + ttl
+            with self._write(db):
+                update = "UPDATE leases SET expires = ? WHERE task_id = ? AND holder = ?"
+                return [db.execute(update, (expires, task_id, holder)).rowcount == 1 for task_id, holder in pairs]
+
+        return self._run(work) if pairs else []
 
     def release(self, task_id: str, holder: str) -> None:
         """See `TaskStore.release`."""

@@ -2,6 +2,7 @@
 keeps per connection (registered on the client's channel; the core knows nothing of tasks).
 """
 
+from mcp_tasks._tasks._adopt import adopt
 from mcp_tasks._tasks._failed import FailedWait
 from mcp_tasks._tasks._future import SubmitOptions, TaskFuture, bind_future, submit
 from mcp_tasks._tasks._helpers import (
@@ -30,6 +31,7 @@ __all__ = [
     "SubmitOptions",
     "TaskFuture",
     "WaitOptions",
+    "adopt",
     "as_completed",
     "await_task",
     "bind_future",

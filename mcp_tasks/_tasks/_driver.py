@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from mcp_tasks._channel import Channel
     from mcp_tasks._client import Client
 
-__all__ = ["INPUT_WORKERS", "Futures", "TaskFuture", "futures_of"]
+__all__ = ["INPUT_WORKERS", "Futures", "TaskFuture", "futures_of", "settled_future"]
 
 log = logging.getLogger("mcp_tasks")
 
@@ -214,6 +214,16 @@ def _resolve(future: TaskFuture, final: Status | None, error: BaseException | No
                 future.set_exception(exc)
     except concurrent.futures.InvalidStateError:
         pass  # cancelled between the check and the set
+
+
+def settled_future(client: Client, task_id: str, final: Status | None, error: BaseException | None) -> TaskFuture:
+    """A `TaskFuture` for `task_id` already done: with `error`, or the outcome of `final` (a
+    wait of one's own followed it; `final` None with `error`: it read nothing).
+    """
+    future = TaskFuture(client, final)
+    future.task_id = task_id
+    _resolve(future, final, error)
+    return future
 
 
 def futures_of(channel: Channel) -> Futures:

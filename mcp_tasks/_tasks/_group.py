@@ -16,14 +16,14 @@ from contextlib import ExitStack
 from typing import TYPE_CHECKING
 
 from mcp_tasks._clock import Deadline, wait_condition
-from mcp_tasks._errors import INVALID_PARAMS, McpError, RequestTimeout, TaskTimeout
+from mcp_tasks._errors import McpError, RequestTimeout, TaskTimeout
 from mcp_tasks._status import Status, TaskState
 from mcp_tasks._tasks._helpers import task_id_of
 from mcp_tasks._tasks._member import Member
 from mcp_tasks._tasks._observer import report_failed
 from mcp_tasks._tasks._options import WaitSettings
 from mcp_tasks._tasks._record import saved_ref
-from mcp_tasks._tasks._schedule import delay, expired, gone
+from mcp_tasks._tasks._schedule import delay
 from mcp_tasks._tasks._task_wait import TaskWait
 from mcp_tasks._tasks._watch import READ, watch_of
 
@@ -74,9 +74,17 @@ class Group:
     # -- members ------------------------------------------------------------------------------
 
     def add(
-        self, tasks: Iterable[str | Status], settings: WaitSettings | None = None, listen: bool | None = None
+        self,
+        tasks: Iterable[str | Status],
+        settings: WaitSettings | None = None,
+        listen: bool | None = None,
+        *,
+        claimed: str | None = None,
     ) -> list[Member]:
-        """Start waiting for `tasks` (ids or Statuses), with the group's settings and listen, or these."""
+        """Start waiting for `tasks` (ids or Statuses), with the group's settings and listen, or
+        these; each wait takes its task's lease in a store when it is free, or holds the one
+        `claimed` (a holder's, from `store.claim`) as its own.
+        """
         listen = self.listen if listen is None else listen
         added: list[Member] = []
         streamed: list[str] = []
@@ -91,10 +99,11 @@ class Group:
             wait.deadline = self.deadline
             wait.recorder.deadline = self.deadline
             trace.start()
-            member = self._member(wait, given is not None)
+            member = self._member(wait)
             member.traced = member.made = True
             self._made.append(member)
             added.append(member)
+            wait.recorder.take(claimed)  # its lease is freed by `close` when anything fails
             if listen:
                 (streamed if wait.protocol.era == "modern" else cued).append(task_id)
             final = wait.start(given)
@@ -113,7 +122,7 @@ class Group:
         """Drive a wait made elsewhere, which has taken in its starting status: read it now, then
         follow it on the shared stream.
         """
-        member = self._member(wait, wait.last is not None)
+        member = self._member(wait)
         self._schedule(member, self._first_read(wait, wait.last, self.listen))
         if self.listen:
             modern = wait.protocol.era == "modern"
@@ -128,8 +137,8 @@ class Group:
             return wait.settings.poll_interval
         return 0.0
 
-    def _member(self, wait: TaskWait, existed: bool) -> Member:
-        member = Member(len(self.members), wait, existed)
+    def _member(self, wait: TaskWait) -> Member:
+        member = Member(len(self.members), wait)
         self.members.append(member)
         self._open += 1
         self._by_id.setdefault(wait.task_id, []).append(member)
@@ -238,7 +247,6 @@ class Group:
         try:
             with wait.trace.within():  # its requests are its span's children
                 status = (wait.read_only() if self.offload is not None else wait.read()) if given is None else given
-                member.existed = True
                 if self.offload is not None and status.status is TaskState.INPUT_REQUIRED and wait.terminal is None:
                     self._hand_over(member, status, self.offload)
                     return
@@ -268,14 +276,12 @@ class Group:
         self._schedule(member, interval if just_answered else delay(interval, streamed=streamed, failures=0))
 
     def _failed(self, member: Member, exc: McpError) -> None:
-        """A read of `member` failed with `exc`: tried again, the member's end, or the group's (closing)."""
+        """A read of `member` failed with `exc`: tried again, the member's end, or the group's
+        (closing). A task the server forgot is the member's end (its wait says so: `TaskWait._gone`).
+        """
         if self.channel.closing.is_set():
             self._check_closing()
-        if exc.code == INVALID_PARAMS and member.existed and exc.kind != "transport":
-            last = member.wait.last
-            why = "expired" if last is not None and expired(last) else "forgotten"
-            self._fail(member, gone(member.task_id, why, exc))
-        elif isinstance(exc, RequestTimeout) and member.failures < MAX_FAILURES:
+        if isinstance(exc, RequestTimeout) and member.failures < MAX_FAILURES:
             # A read that timed out (a slow server) is tried again after a backoff. A server that
             # cannot be reached has had the transport's retries already (see `Retry`): it ends.
             member.failures += 1

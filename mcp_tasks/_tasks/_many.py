@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from mcp_tasks._client import Client
 
-__all__ = ["ManyOptions", "as_completed", "wait_all", "wait_any"]
+__all__ = ["ManyOptions", "as_completed", "cancel_pending", "wait_all", "wait_any"]
 
 
 class ManyOptions(TypedDict, total=False):
@@ -47,7 +47,7 @@ class ManyOptions(TypedDict, total=False):
     store: TaskStore | None
 
 
-def _cancel_pending(client: Client) -> Callable[[list[Member]], bool]:
+def cancel_pending(client: Client) -> Callable[[list[Member]], bool]:
     """What a set with ``cancel_on_timeout`` does when its deadline passes: cancel the unfinished
     tasks within `CANCEL_BUDGET` in all; whether every cancel went through.
     """
@@ -89,7 +89,7 @@ def _group(client: Client, tasks: Iterable[str | Status], options: Mapping[str, 
     tasks = list(tasks)
     ids = [task_id_of(task) for task in tasks]  # a bad reference fails before anything is sent
     expect_set(settings.on_status, ids)  # a display of the set counts them from the start
-    cancel = _cancel_pending(client) if settings.cancel_on_timeout else None
+    cancel = cancel_pending(client) if settings.cancel_on_timeout else None
     group = Group(client, settings, listen, Deadline(settings.timeout), on_timeout=cancel)
     try:
         group.add(tasks)

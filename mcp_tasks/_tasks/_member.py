@@ -12,9 +12,9 @@ __all__ = ["Member"]
 class Member:
     """One task of a group: its wait, where it is due next, and how it ended."""
 
-    __slots__ = ("driving", "due", "error", "existed", "failures", "final", "index", "made", "traced", "wait")
+    __slots__ = ("driving", "due", "error", "failures", "final", "index", "made", "traced", "wait")
 
-    def __init__(self, index: int, wait: TaskWait, existed: bool) -> None:
+    def __init__(self, index: int, wait: TaskWait) -> None:
         self.index = index
         self.wait = wait
         self.traced = False  # its wait's span was started here, and is still to end
@@ -23,7 +23,6 @@ class Member:
         self.due = 0.0
         self.final: Status | None = None
         self.error: Exception | None = None
-        self.existed = existed  # the server has shown this task: -32602 now means it forgot it
         self.failures = 0
 
     @property

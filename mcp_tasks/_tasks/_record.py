@@ -12,20 +12,21 @@ from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
+import attrs
+
 from mcp_tasks._clock import Deadline
 from mcp_tasks._errors import McpError, TransportError
 from mcp_tasks._options import UNSET
 from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status
 from mcp_tasks._store import (
-    LEASE_TTL,
     Lease,
+    Renewer,
     StoreError,
     TaskRef,
     TaskStore,
     best_effort,
-    hold,
-    let_go,
+    lease_ttl_of,
     new_holder,
     store_deadline,
 )
@@ -34,9 +35,21 @@ if TYPE_CHECKING:
     from mcp_tasks._channel import Channel
     from mcp_tasks._client import Client
 
-__all__ = ["RESUMING", "Recorder", "endpoint_of", "record_created", "record_status", "saved_ref", "store_of"]
+__all__ = [
+    "RESUMING",
+    "Recorder",
+    "endpoint_of",
+    "record_created",
+    "record_status",
+    "renewer_of",
+    "saved_ref",
+    "store_of",
+]
 
 log = logging.getLogger("mcp_tasks")
+
+RELEASE_PATIENCE = 5.0
+"""Seconds a wait's end waits for a busy store to free its lease (within the wait's deadline)."""
 
 
 def store_of(client: Client, given: object = UNSET) -> TaskStore | None:
@@ -45,6 +58,13 @@ def store_of(client: Client, given: object = UNSET) -> TaskStore | None:
         return given  # type: ignore[return-value]
     store: TaskStore | None = client.channel.settings.store
     return store
+
+
+def renewer_of(channel: Channel) -> Renewer:
+    """The client's lease renewer: one thread renewing the leases its waits hold, which ends
+    with the client's closing signal (and is joined by its close).
+    """
+    return channel.attachment(Renewer, lambda opened: Renewer(opened.closing))
 
 
 def endpoint_of(channel: Channel) -> str:
@@ -135,14 +155,50 @@ def _within_deadline(method: Callable[Concatenate[Recorder, P], R]) -> Callable[
 class Recorder:
     """One wait's dealings with the store: statuses, the ledger, the lease (see the module). Its
     store calls end with the wait's `deadline`: a store kept busy by others does not outlast it.
+    Its lease is renewed by `renewer` (the client's).
     """
 
-    def __init__(self, store: TaskStore | None, task_id: str, deadline: Deadline | None = None) -> None:
+    def __init__(
+        self, store: TaskStore | None, task_id: str, deadline: Deadline | None = None, renewer: Renewer | None = None
+    ) -> None:
         self.store = store
         self.task_id = task_id
         self.deadline = deadline or Deadline.never()
+        self.renewer = renewer
         self.holder = new_holder()
+        self.ttl = lease_ttl_of(store)
         self.lease: Lease | None = None
+
+    def _hold(self) -> None:
+        assert self.store is not None
+        if self.renewer is None:
+            self.renewer = Renewer()  # a recorder of no client's
+        self.lease = self.renewer.hold(self.store, self.task_id, self.holder, self.ttl)
+
+    @_within_deadline
+    def take(self, claimed: str | None = None) -> None:
+        """The wait begins: take the task's lease when it is free, before the first read, and
+        keep it renewed while the wait waits (a wait that cannot take it reads, and answers
+        nothing until it frees). `claimed`: the holder that already took it (`store.claim`),
+        whose lease this wait holds as its own.
+        """
+        store = self.store
+        if store is None:
+            return
+        if claimed is not None:
+            self.holder = claimed
+            self._hold()
+            return
+        try:
+            with best_effort():  # a locked store does not hold the wait's first read back
+                taken = store.acquire(self.task_id, self.holder, self.ttl)
+        except StoreError as exc:  # read only for now; the lease is asked for again when input comes
+            log.info("task %s: could not take its lease yet: %s", short_id(self.task_id), exc)
+            return
+        if taken:
+            self._hold()
+        else:
+            log.debug("task %s is leased by another wait: reading only", short_id(self.task_id))
 
     @_within_deadline
     def read(self, status: Status) -> None:
@@ -154,6 +210,7 @@ class Recorder:
             _kept("its answers", self.task_id, self._settle)
 
     def _settle(self) -> None:
+        # Not fenced: the task is over, nobody can answer it now (this wait may not hold its lease).
         assert self.store is not None
         left = self.store.unacknowledged(self.task_id)
         if left:
@@ -176,17 +233,17 @@ class Recorder:
         if self.holding:
             return True
         self._drop()
-        if self.store.acquire(self.task_id, self.holder, LEASE_TTL):
-            self.lease = hold(self.store, self.task_id, self.holder, LEASE_TTL)  # answer what is read next
+        if self.store.acquire(self.task_id, self.holder, self.ttl):
+            self._hold()  # answer what is read next
         else:
             log.debug("task %s is leased by another wait: reading only", short_id(self.task_id))
         return False
 
     def _drop(self) -> None:
         """Stop renewing a lease this wait no longer has (or is about to free)."""
-        if self.lease is not None:
-            let_go(self.lease)
-            self.lease = None
+        if self.lease is not None and self.renewer is not None:
+            self.renewer.let_go(self.lease)
+        self.lease = None
 
     @_within_deadline
     def replay(self, pending: Mapping[str, Any]) -> dict[str, Any]:
@@ -198,7 +255,7 @@ class Recorder:
         written = self.store.unacknowledged(self.task_id)
         stale = [key for key in written if key not in pending]
         if stale:
-            self.store.acknowledge(self.task_id, stale)
+            self.store.acknowledge(self.task_id, stale, holder=self.holder)
         again = {key: value for key, value in written.items() if key in pending}
         if again:
             log.info("task %s: sending again %d answer(s) never acknowledged", short_id(self.task_id), len(again))
@@ -213,29 +270,57 @@ class Recorder:
         if self.store is None:
             update()
             return True
-        kept = self.holding and self.store.renew(self.task_id, self.holder, LEASE_TTL)
+        kept = self.holding and self.store.renew(self.task_id, self.holder, self.ttl)
         if not kept:  # it lapsed (a machine asleep, a store unreachable for its ttl)
             self._drop()
-            if not self.store.acquire(self.task_id, self.holder, LEASE_TTL):
+            if not self.store.acquire(self.task_id, self.holder, self.ttl):
                 return False  # and another wait took it: that one answers now
-            self.lease = hold(self.store, self.task_id, self.holder, LEASE_TTL)
-        self.store.write_answers(self.task_id, responses)
+            self._hold()
+        # Fenced: a store refuses (StoreError) when the lease was lost since, so two never answer.
+        self.store.write_answers(self.task_id, responses, holder=self.holder)
         try:
             update()
         except TransportError:
             raise  # may not have arrived: a later wait sends it again
         except McpError:
-            self.store.acknowledge(self.task_id, list(responses))  # the server read it, and said no
+            self.store.acknowledge(self.task_id, list(responses), holder=self.holder)  # the server read it, and said no
             raise
-        self.store.acknowledge(self.task_id, list(responses))
+        self.store.acknowledge(self.task_id, list(responses), holder=self.holder)
         return True
 
     @_within_deadline
+    def kept(self) -> TaskRef | None:
+        """What the store keeps of the task (None without a store, or when it keeps nothing, or
+        cannot be read: then the wait goes on as if it kept nothing).
+        """
+        store = self.store
+        if store is None:
+            return None
+        try:
+            return store.get(self.task_id)
+        except StoreError as exc:
+            log.warning("task %s: could not read its record: %s", short_id(self.task_id), exc)
+            return None
+
+    @_within_deadline
+    def gone(self, why: str, kept: TaskRef | None) -> None:
+        """The server no longer knows the task (`why`: "expired" or "forgotten"): its record
+        (`kept`, as read by `kept()`) ends so, leaves the store's unfinished tasks and is pruned
+        as finished ones are; what its ledger holds will never be needed.
+        """
+        store = self.store
+        if store is None or kept is None or kept.finished:
+            return
+        _kept("its end", self.task_id, lambda: store.record(attrs.evolve(kept, gone=why)))
+        _kept("its answers", self.task_id, self._settle)
+
+    @_within_deadline
     def close(self) -> None:
-        """The wait is over: free its lease (one try once its deadline has passed: a lease left
-        behind frees itself when this process ends or its ttl passes).
+        """The wait is over: free its lease, waiting for a busy store `RELEASE_PATIENCE` at most
+        (a lease left behind frees itself when this process ends or its ttl passes).
         """
         if self.store is not None and self.lease is not None:
             self._drop()
             store = self.store
-            _kept("the end of its lease", self.task_id, lambda: store.release(self.task_id, self.holder))
+            with store_deadline(time.monotonic() + RELEASE_PATIENCE):
+                _kept("the end of its lease", self.task_id, lambda: store.release(self.task_id, self.holder))

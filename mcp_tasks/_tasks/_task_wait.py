@@ -17,14 +17,15 @@ import attrs
 
 from mcp_tasks._clock import Deadline, wait_sliced
 from mcp_tasks._dispatch import error_response
-from mcp_tasks._errors import INTERNAL_ERROR, REQUEST_TIMEOUT, McpError, TaskTimeout
+from mcp_tasks._errors import INTERNAL_ERROR, INVALID_PARAMS, REQUEST_TIMEOUT, McpError, TaskTimeout
 from mcp_tasks._input import input_failure
 from mcp_tasks._options import UNSET
 from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status, TaskState
 from mcp_tasks._tasks._options import WaitSettings
 from mcp_tasks._tasks._protocol import TaskProtocol, protocol_of
-from mcp_tasks._tasks._record import Recorder, store_of
+from mcp_tasks._tasks._record import Recorder, renewer_of, store_of
+from mcp_tasks._tasks._schedule import expired, gone
 from mcp_tasks._tasks._side import side_of
 from mcp_tasks._tasks._strategies import HandlersStrategy, ReturnStrategy
 from mcp_tasks._trace_hook import NO_TASK_TRACE, TaskTrace
@@ -75,7 +76,8 @@ class TaskWait:
         self.mark = 0  # the board's count for the task before the last read
         self.protocol: TaskProtocol = self._bounded(lambda step: protocol_of(client.channel, step))
         self.meta = self.protocol.meta()  # merged once for every request of the wait
-        self.recorder = Recorder(store_of(client, settings.store), task_id, self.deadline)  # a store's ledger and lease
+        store = store_of(client, settings.store)
+        self.recorder = Recorder(store, task_id, self.deadline, renewer_of(client.channel) if store else None)
 
     # -- entry --------------------------------------------------------------------------------
 
@@ -219,11 +221,12 @@ class TaskWait:
     def _update(self, responses: Mapping[str, Any]) -> None:
         self._bounded(lambda step: self.protocol.update(self.task_id, responses, step, self.meta))
 
-    def _notify(self, status: Status) -> None:
+    def _notify(self, status: Status, *, record: bool = True) -> None:
         fingerprint = _fingerprint(status)
         if fingerprint != self.seen:
             self.seen = fingerprint
-            self.recorder.read(status)
+            if record:
+                self.recorder.read(status)
             log.debug("task %s is %s", short_id(self.task_id), status.wire_status)
             self.trace.status(status)
             if self.settings.on_status is not None:
@@ -238,12 +241,38 @@ class TaskWait:
     def _read_once(self) -> Status:
         """Read the task, without moving a 2025-era task that needs input along."""
         if self.protocol.era == "modern":
-            return self._bounded(lambda step: self.protocol.read(self.task_id, step, self.meta))
+            return self._known(lambda: self._bounded(lambda step: self.protocol.read(self.task_id, step, self.meta)))
         self.mark = side_of(self.client.channel).board.version(self.task_id)
         try:
-            return self._bounded(lambda step: self.protocol.read(self.task_id, step, self.meta))
+            return self._known(lambda: self._bounded(lambda step: self.protocol.read(self.task_id, step, self.meta)))
         except McpError:
             return self._stopped_or_raise()
+
+    def _known(self, read: Callable[[], Status]) -> Status:
+        """`read()`, whose -32602 for a task that existed ends the wait as `_gone` says."""
+        try:
+            return read()
+        except McpError as exc:
+            ended = self._gone(exc)
+            if ended is None:
+                raise
+            raise ended from None
+
+    def _gone(self, exc: McpError) -> McpError | None:
+        """The error that ends the wait when `exc` (a read's) says the server no longer knows a
+        task that existed (-32602 once this wait saw it, or for a task the store keeps): it
+        expired (past ``createdAt + ttlMs``) or was forgotten; the store's record ends so too.
+        None when `exc` says something else.
+        """
+        if exc.code != INVALID_PARAMS or exc.kind == "transport":
+            return None
+        kept = self.recorder.kept()  # one read of the store, on this error only
+        if self.last is None and kept is None:
+            return None  # never seen: an id the server never had, as far as anyone knows
+        last = self.last or (kept.last_status if kept is not None else None)
+        why = "expired" if last is not None and expired(last) else "forgotten"
+        self.recorder.gone(why, kept)
+        return gone(self.task_id, why, exc)
 
     def _needs_drive(self, status: Status) -> bool:
         return self.protocol.era == "legacy" and status.status is TaskState.INPUT_REQUIRED and not self._unanswered()
@@ -263,7 +292,9 @@ class TaskWait:
             result = self._bounded(lambda _: self.protocol.drive(self.task_id, self.deadline, self.meta, owner))
             if result is None:
                 return status
-            return self._bounded(lambda step: self.protocol.read(self.task_id, step, self.meta, result=result))
+            return self._known(
+                lambda: self._bounded(lambda step: self.protocol.read(self.task_id, step, self.meta, result=result))
+            )
         except McpError:
             return self._stopped_or_raise()
 
@@ -301,7 +332,9 @@ class TaskWait:
         """
         if given is None:
             return None
-        self._notify(given)  # on_status hears the status the wait starts from
+        # on_status hears the status the wait starts from; the store has it (the call that read
+        # it recorded it), or does not keep the task: it is not written again.
+        self._notify(given, record=given.terminal)
         if given.terminal:
             self.terminal = given
         return given if given.terminal and given.detailed else None

@@ -144,6 +144,7 @@ def _waited(client: Client, task: str | Status, settings: WaitSettings, trace: T
     wait: TaskWait | None = None
     try:
         wait = TaskWait(client, task_id, given, settings, trace)
+        wait.recorder.take()  # a store's lease, taken before the first read when it is free
         if settings.listen and wait.protocol.era == "modern":
             return _followed(wait, given)
         return wait.run(given)
