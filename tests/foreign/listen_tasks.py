@@ -14,8 +14,8 @@
   acknowledgement, in one write;
 - ``get_gate``: while it is not set, ``tasks/get`` blocks (each is journalled first);
 - ``complete_on_get``: at the first ``tasks/get``, every working task completes and its status
-  (full, with its result) is pushed on the open streams that carry it, before that read is
-  answered (tasks that end while a client catches up after its stream opened);
+  (full, with its result) is pushed on the open streams that carry it, before that read waits
+  for ``get_gate`` (tasks that end while a client catches up after its stream opened);
 - ``late_push``: a stream that takes over ids of an open one (a client merging its streams) is
   acknowledged, and when a ``tasks/get`` for one of its new ids comes, the ids it took over complete
   and their statuses (full, with results) are pushed on the old stream only, as if they had been
@@ -137,12 +137,12 @@ class ListenTasksServer(SocketHttpServer):
                 self.tasks.clear()
             result = {"content": [{"type": "text", "text": "forgotten"}], "isError": False}
         elif method == "tasks/get":
+            self._complete_on_get()
             if self.get_gate is not None:
                 while not self.get_gate.wait(0.05) and not self.stopping.is_set():
                     pass
             task_id = str(params.get("taskId"))
             self._push_late(task_id)
-            self._complete_on_get()
             with self.lock:
                 known = self.tasks.get(task_id)
             if known is None:
