@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import mcp_tasks as mt
-from mcp_tasks._tasks._watch import MAX_STREAMS
+from mcp_tasks._tasks._watch import MAX_STREAMS, watch_of
 from mcp_tasks.server import Exchange
 from tests.conftest import Harness, accept_form, eventually, mcp_threads, release
 from tests.foreign.listen_tasks import ListenTasksServer
@@ -226,6 +226,32 @@ def test_left_out_ids_are_polled_a_dropped_stream_is_reopened_and_a_cue_is_read(
         f"done {t.task_id[:4]}" for t in tasks if isinstance(t, mt.Status)
     ]
     assert listens(server) == 2
+
+
+def test_a_task_whose_end_comes_on_the_stream_while_catching_up_is_not_read(
+    listen_server: Callable[..., ListenTasksServer],
+) -> None:
+    """Every task completes at the first catch-up read, its full status pushed on the stream
+    while that read (and the other one in flight) is held: once the stream's news is taken in, no
+    task is read any more (the stream told), by the waiting thread or by the watch's manager
+    (before: each task was read all the same, 41 reads for 40 tasks)."""
+    gate = threading.Event()
+    server = listen_server(complete_on_listen=0, complete_on_get=True, get_gate=gate, poll_ms=600_000)
+    with mt.Client.http(server.url, timeout=10) as client:
+        tasks = [t for t in (mt.call_tool(client, "job") for _ in range(40)) if isinstance(t, mt.Status)]
+        watch = watch_of(client.channel)
+        ended: list[list[mt.Status]] = []
+        waiter = threading.Thread(target=lambda: ended.append(mt.wait_all(client, tasks, timeout=30)))
+        waiter.start()
+        try:
+            server.journal.wait_for(lambda e: e.get("rpc") == "tasks/get", what="the first catch-up read")
+            eventually(lambda: not watch._catch.due, message="the pushed statuses taken in")
+        finally:
+            gate.set()
+            waiter.join()
+    assert [mt.outcome(s)["content"][0]["text"] for s in ended[0]] == [f"done {t.task_id[:4]}" for t in tasks]
+    gets = server.journal.events(lambda e: e.get("rpc") == "tasks/get")
+    assert 1 <= len(gets) <= 2  # the reads held when the statuses came
 
 
 def test_a_stream_that_keeps_dropping_is_reopened_a_bounded_number_of_times(

@@ -235,9 +235,14 @@ class Group:
 
     def _take(self, member: Member, given: Status | None) -> None:
         """Observe `given`, or read `member` and observe that."""
-        if given is None and not self.watch.claim(member.task_id):
-            self._schedule(member, self._interval(member))  # the watch reads it: news comes
-            return
+        if given is None:
+            with self.watch.changed:
+                if not self.watch.claim(member.task_id):
+                    self._schedule(member, self._interval(member))  # the watch reads it: news comes
+                    return
+                heard = self.inbox.news.get(member.task_id)
+            if isinstance(heard, Status):
+                given = heard  # came on its stream since this pass began: as fresh as a read
         wait = member.wait
         try:
             with wait.trace.within():  # its requests are its span's children

@@ -11,6 +11,7 @@ import logging
 import re
 import threading
 import time
+from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
@@ -132,13 +133,17 @@ def replayed(stream: Stream, params: Mapping[str, Any]) -> bool:
 
 class CatchUp:
     """The reads a new stream calls for (its ids' state before it): the waits read them from the
-    first on (`claim`), the manager from the last back (`next`), so that two reads are in flight.
+    first on (`claim`), and so does the manager (`next`), each taking the next one the other has
+    not, so that two reads are in flight. Both start with the oldest ids (the likeliest to have
+    ended before the stream, so that only a read tells): an id whose news comes on its stream
+    first is no longer due (the stream told; the newest tasks of a batch end that way while the
+    older ones are read, and cost no read).
     Kept under the watch's lock.
     """
 
     def __init__(self) -> None:
-        self.due: set[str] = set()  # ids a new stream took, not yet read since
-        self.order: list[str] = []  # the same, in the order they came
+        self.due: set[str] = set()  # ids a new stream took, not yet read (nor heard of) since
+        self.order: deque[str] = deque()  # the same, in the order they came
         self.reading: str | None = None  # the id the manager reads now
         self.caught: set[str] = set()  # ids the manager read (or reads): their waits need not
         self.overtaken = False  # news of `reading` came on its stream meanwhile
@@ -160,9 +165,9 @@ class CatchUp:
         return True
 
     def next(self) -> str | None:
-        """The next id for the manager to read (the last one due), now `reading`."""
+        """The next id for the manager to read (the first one due), now `reading`."""
         while self.order:
-            candidate = self.order.pop()
+            candidate = self.order.popleft()
             if candidate in self.due:
                 self.due.discard(candidate)
                 self.reading, self.overtaken = candidate, False
@@ -171,7 +176,10 @@ class CatchUp:
         return None
 
     def news(self, task_id: str) -> None:
-        """News of `task_id` came on its stream: fresher than a catch-up read in flight."""
+        """News of `task_id` came on its stream: fresher than a catch-up read, in flight or due
+        (a cue without the status is read by its wait).
+        """
+        self.due.discard(task_id)
         if task_id == self.reading:
             self.overtaken = True
 

@@ -119,8 +119,8 @@ class Streams:
                 self._place(batch, set(), 0)  # no room: polled
 
     def _catch_up(self) -> None:
-        """Read tasks a new stream took, from the last cued back, while their waits read them from
-        the first on (`claim`): two reads in flight instead of one, and no thread more. Returns
+        """Read tasks a new stream took, the oldest first, while their waits read them too
+        (`claim`: never both): two reads in flight instead of one, and no thread more. Returns
         as soon as streams are to be opened or closed.
         """
         while not self._stop.is_set() and self._protocol is not None:

@@ -5,9 +5,9 @@ waited on, by any thread, and the news they bring to the waits (a channel attach
   Status (a notification that carries what the status needs) or a cue (`READ`: read the task once).
   A task placed on a stream, or given up to polling, is cued once: its wait reads it then (not
   before: one read per task when the stream brings the rest). The manager helps with the reads
-  a new stream calls for (`claim`): it reads from the last cued back while the waits read from
-  the first on, so that 10,000 tasks made first and then waited on are caught up with two reads
-  in flight.
+  a new stream calls for (`claim`): it and the waits each read the oldest one the other has not,
+  so that 10,000 tasks made first and then waited on are caught up with two reads in flight; a
+  task whose status comes on its stream first is not read (the newest of a batch end so).
 - On a 2026-07-28 connection one manager thread (``mcp_tasks-watch``) opens the streams: new ids are
   gathered for a moment and placed on a stream of their own while fewer than `MAX_STREAMS` are open,
   else merged with the open ones into one stream (opened before the old ones close, so no

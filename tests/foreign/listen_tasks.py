@@ -13,6 +13,9 @@
 - ``burst``: statuses pushed (full, with their results) for every acknowledged id right after the
   acknowledgement, in one write;
 - ``get_gate``: while it is not set, ``tasks/get`` blocks (each is journalled first);
+- ``complete_on_get``: at the first ``tasks/get``, every working task completes and its status
+  (full, with its result) is pushed on the open streams that carry it, before that read waits
+  for ``get_gate`` (tasks that end while a client catches up after its stream opened);
 - ``late_push``: a stream that takes over ids of an open one (a client merging its streams) is
   acknowledged, and when a ``tasks/get`` for one of its new ids comes, the ids it took over complete
   and their statuses (full, with results) are pushed on the old stream only, as if they had been
@@ -55,6 +58,7 @@ class ListenTasksServer(SocketHttpServer):
         burst: tuple[tuple[str, str | None], ...] = (),
         get_gate: threading.Event | None = None,
         late_push: bool = False,
+        complete_on_get: bool = False,
     ) -> None:
         super().__init__("listen-tasks")
         self.cap = cap
@@ -64,6 +68,8 @@ class ListenTasksServer(SocketHttpServer):
         self.burst = burst
         self.get_gate = get_gate
         self.late_push = late_push
+        self.complete_on_get = complete_on_get
+        self.completed_on_get = False
         self.open_streams: list[tuple[HttpConn, list[str], dict[str, Any]]] = []
         self.late: tuple[HttpConn, list[str], dict[str, Any], set[str]] | None = None
         self.results: dict[str, str] = {}  # task id -> the text of its result
@@ -131,6 +137,7 @@ class ListenTasksServer(SocketHttpServer):
                 self.tasks.clear()
             result = {"content": [{"type": "text", "text": "forgotten"}], "isError": False}
         elif method == "tasks/get":
+            self._complete_on_get()
             if self.get_gate is not None:
                 while not self.get_gate.wait(0.05) and not self.stopping.is_set():
                     pass
@@ -186,9 +193,9 @@ class ListenTasksServer(SocketHttpServer):
                 if text is not None:
                     pushed["result"] = {"content": [{"type": "text", "text": text}], "isError": False}
                 events.append({"jsonrpc": "2.0", "method": "notifications/tasks", "params": pushed})
-        if self.late_push:
+        if self.late_push or self.complete_on_get:
             with self.lock:
-                for old, old_ids, old_meta in self.open_streams:
+                for old, old_ids, old_meta in self.open_streams if self.late_push else ():
                     if set(old_ids) & set(acknowledged):
                         self.late = (old, old_ids, old_meta, set(acknowledged) - set(old_ids))
                 self.open_streams.append((conn, acknowledged, meta))
@@ -226,6 +233,22 @@ class ListenTasksServer(SocketHttpServer):
         for taken in taken_over:
             pushed = {**self._task(taken, "completed", full=True), "_meta": meta}
             old.event({"jsonrpc": "2.0", "method": "notifications/tasks", "params": pushed})
+
+    def _complete_on_get(self) -> None:
+        """See ``complete_on_get``."""
+        with self.lock:
+            if not self.complete_on_get or self.completed_on_get:
+                return
+            self.completed_on_get = True
+            ended = [task_id for task_id, status in self.tasks.items() if status == "working"]
+            for task_id in ended:
+                self.tasks[task_id] = "completed"
+            streams = list(self.open_streams)
+        for stream, ids, meta in streams:
+            for task_id in ended:
+                if task_id in ids:
+                    pushed = {**self._task(task_id, "completed", full=True), "_meta": meta}
+                    stream.event({"jsonrpc": "2.0", "method": "notifications/tasks", "params": pushed})
 
 
 def _event_bytes(message: dict[str, Any]) -> bytes:
