@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import mcp_tasks as mt
@@ -109,6 +109,21 @@ class MemoryTaskStore:
                 return False
             self._leases[task_id] = (holder, time.time() + ttl)
             return True
+
+    def acquire_many(self, task_ids: Iterable[str], holder: str, ttl: float) -> set[str]:
+        with self._lock:
+            now = time.time()
+            taken = {task_id for task_id in task_ids if not self._taken(task_id, holder, now)}
+            for task_id in taken:
+                self._leases[task_id] = (holder, now + ttl)
+            return taken
+
+    def release_many(self, leases: Sequence[tuple[str, str]]) -> None:
+        with self._lock:
+            for task_id, holder in leases:
+                current = self._leases.get(task_id)
+                if current is not None and current[0] == holder:
+                    del self._leases[task_id]
 
     def release(self, task_id: str, holder: str) -> None:
         with self._lock:

@@ -144,3 +144,55 @@ def test_a_futures_unacknowledged_answer_is_sent_again_and_its_lease_freed_when_
         assert not held.done()
     ref = store.get(str(future.task_id))
     assert ref is not None and ref.finished and [r.task_id for r in store.unfinished()] == [held.task_id]
+
+
+class Tallied(MemoryTaskStore):
+    """A store noting its lease calls (with `batched` False: one without the optional batch methods)."""
+
+    def __init__(self, batched: bool = True) -> None:
+        super().__init__()
+        self.calls: list[str] = []
+        if not batched:
+            self.acquire_many = None  # type: ignore[assignment]
+            self.release_many = None  # type: ignore[assignment]
+
+    def acquire(self, task_id: str, holder: str, ttl: float) -> bool:
+        self.calls.append("acquire")
+        return super().acquire(task_id, holder, ttl)
+
+    def acquire_many(self, task_ids: Any, holder: str, ttl: float) -> set[str]:
+        self.calls.append("acquire_many")
+        return super().acquire_many(task_ids, holder, ttl)
+
+    def release(self, task_id: str, holder: str) -> None:
+        self.calls.append("release")
+        super().release(task_id, holder)
+
+    def release_many(self, leases: Any) -> None:
+        self.calls.append("release_many")
+        super().release_many(leases)
+
+
+def test_a_many_wait_takes_its_leases_in_one_call_and_frees_them_in_one_when_they_end_together(
+    harness: Harness,
+) -> None:
+    for batched in (True, False):
+        store = Tallied(batched)
+        client = harness.client(server={"poll_interval": 0.05}, store=store)
+        called = [mt.call_tool(client, "slow_compute", {"label": str(i)}) for i in range(4)]
+        ended = mt.wait_all(client, [t for t in called if isinstance(t, mt.Status)], timeout=30, store=None)
+        assert len(ended) == 4 and all(s.terminal for s in ended)
+        other = new_holder()
+        assert store.acquire(ended[0].task_id, other, 600)  # one leased elsewhere
+        store.calls.clear()
+        statuses = mt.wait_all(client, ended, timeout=30)  # all four end as they start: together
+        assert {s.wire_status for s in statuses} == {"completed"}
+        taken = [c for c in store.calls if c.startswith("acquire")]
+        freed = [c for c in store.calls if c.startswith("release")]
+        if batched:
+            assert taken == ["acquire_many"] and freed == ["release_many"]
+        else:
+            assert taken == ["acquire"] * 4 and freed == ["release"] * 3
+        assert not store.acquire(ended[0].task_id, new_holder(), 600)  # the other's lease is kept
+        assert all(store.acquire(s.task_id, new_holder(), 600) for s in ended[1:])  # the group's are freed
+        client.close()

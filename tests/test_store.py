@@ -694,3 +694,27 @@ def test_a_store_that_would_not_outlive_the_process_is_refused(
     with pytest.raises(ValueError, match="outlives this process"):
         mt.SqliteTaskStore(path)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_acquire_many_takes_the_free_leases_as_acquire_would(store: mt.TaskStore) -> None:
+    many: Any = store
+    one, two = new_holder(), new_holder()
+    assert store.acquire("held", two, 600) and store.acquire("expired", two, -1)
+    assert store.acquire("gone", dead_holder(), 600) and store.acquire("mine", one, 600)
+    wanted = ["free", "held", "expired", "gone", "mine", "free"]  # "free" twice: taken once
+    assert many.acquire_many(wanted, one, 600) == {"free", "expired", "gone", "mine"}
+    assert not store.acquire("free", two, 600) and not store.acquire("gone", two, 600)  # the new holder's
+    assert store.renew("expired", one, 600) and store.renew("held", two, 600)  # and the live one kept its own
+    assert many.acquire_many([], one, 600) == set()
+
+
+def test_release_many_frees_the_leases_their_holders_hold(store: mt.TaskStore) -> None:
+    many: Any = store
+    one, two = new_holder(), new_holder()
+    for task_id in ("t-1", "t-2"):
+        assert store.acquire(task_id, one, 600)
+    assert store.acquire("t-3", two, 600)
+    many.release_many([("t-1", one), ("t-3", one), ("t-9", one)])  # t-3 is not one's: kept
+    many.release_many([])
+    assert store.acquire("t-1", two, 600)  # freed
+    assert not store.acquire("t-2", two, 600) and not store.acquire("t-3", one, 600)

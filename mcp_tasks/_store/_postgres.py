@@ -358,6 +358,39 @@ class PostgresTaskStore:
 
         return self._run(work) if pairs else []
 
+    def acquire_many(self, task_ids: Iterable[str], holder: str, ttl: float) -> set[str]:
+        """Take the leases of many tasks for `holder` in one transaction (each as `acquire` would,
+        on the database's clock): the ids of those taken. Optional in a store: a group takes one
+        lease at a time without it.
+        """
+        wanted = sorted({str(task_id) for task_id in task_ids})  # in one order: no deadlock between two
+        here = f"{machine_id()}/{pid_namespace()}/"
+
+        def work(conn: Conn) -> set[str]:
+            rows = conn.execute(
+                f"INSERT INTO {self._leases} AS l SELECT t, %(h)s, now() + make_interval(secs => %(ttl)s::float8) "
+                "FROM unnest(%(ts)s::text[]) AS t ON CONFLICT (task_id) DO UPDATE SET holder = EXCLUDED.holder, "
+                "expires = EXCLUDED.expires WHERE l.holder = EXCLUDED.holder OR l.expires <= now() RETURNING task_id",
+                {"ts": wanted, "h": holder, "ttl": float(ttl)},
+            ).fetchall()
+            taken = {row[0] for row in rows}
+            held = conn.execute(  # held by another: those of this machine's processes that are gone are free
+                f"SELECT task_id, holder FROM {self._leases} WHERE task_id = ANY(%s) AND starts_with(holder, %s) "
+                "AND holder <> %s ORDER BY task_id FOR UPDATE",
+                ([t for t in wanted if t not in taken], here, holder),
+            ).fetchall()
+            gone = [task_id for task_id, other in held if holder_gone(other)]
+            if gone:
+                conn.execute(
+                    f"UPDATE {self._leases} SET holder = %s, expires = now() + make_interval(secs => %s::float8) "
+                    "WHERE task_id = ANY(%s)",
+                    (holder, float(ttl), gone),
+                )
+                taken.update(gone)
+            return taken
+
+        return self._run(work) if wanted else set()
+
     def release(self, task_id: str, holder: str) -> None:
         """See `TaskStore.release`."""
 
@@ -365,6 +398,22 @@ class PostgresTaskStore:
             conn.execute(f"DELETE FROM {self._leases} WHERE task_id = %s AND holder = %s".encode(), (task_id, holder))
 
         self._run(work)
+
+    def release_many(self, leases: Sequence[tuple[str, str]]) -> None:
+        """Free many leases in one statement (each ``(task_id, holder)`` as `release` would).
+        Optional in a store: a group frees one lease at a time without it.
+        """
+        pairs = [(str(task_id), str(holder)) for task_id, holder in leases]
+
+        def work(conn: Conn) -> None:
+            conn.execute(
+                f"DELETE FROM {self._leases} AS l USING unnest(%s::text[], %s::text[]) AS r(task_id, holder) "
+                "WHERE l.task_id = r.task_id AND l.holder = r.holder",
+                ([task_id for task_id, _ in pairs], [holder for _, holder in pairs]),
+            )
+
+        if pairs:
+            self._run(work)
 
     def claim(self, holder: str, ttl: float, limit: int) -> list[TaskRef]:
         """See `TaskStore.claim`: the rows other claimers hold locked are skipped (``FOR UPDATE

@@ -327,6 +327,26 @@ class SqliteTaskStore:
 
         return self._run(work) if pairs else []
 
+    def acquire_many(self, task_ids: Iterable[str], holder: str, ttl: float) -> set[str]:
+        """Take the leases of many tasks for `holder` in one transaction (each as `acquire` would):
+        the ids of those taken. Optional in a store: a group takes one lease at a time without it.
+        """
+        wanted = sorted({str(task_id) for task_id in task_ids})
+
+        def work(db: sqlite3.Connection) -> set[str]:
+            now = time.time()
+            taken: set[str] = set()
+            with self._write(db):
+                for task_id in wanted:
+                    row = db.execute("SELECT holder, expires FROM leases WHERE task_id = ?", (task_id,)).fetchone()
+                    if row is not None and row[0] != holder and row[1] > now and not holder_gone(row[0]):
+                        continue
+                    db.execute("INSERT OR REPLACE INTO leases VALUES (?, ?, ?)", (task_id, holder, now + ttl))
+                    taken.add(task_id)
+            return taken
+
+        return self._run(work) if wanted else set()
+
     def release(self, task_id: str, holder: str) -> None:
         """See `TaskStore.release`."""
 
@@ -335,6 +355,19 @@ class SqliteTaskStore:
                 db.execute("DELETE FROM leases WHERE task_id = ? AND holder = ?", (task_id, holder))
 
         self._run(work)
+
+    def release_many(self, leases: Sequence[tuple[str, str]]) -> None:
+        """Free many leases in one transaction (each ``(task_id, holder)`` as `release` would).
+        Optional in a store: a group frees one lease at a time without it.
+        """
+        pairs = [(str(task_id), str(holder)) for task_id, holder in leases]
+
+        def work(db: sqlite3.Connection) -> None:
+            with self._write(db):
+                db.executemany("DELETE FROM leases WHERE task_id = ? AND holder = ?", pairs)
+
+        if pairs:
+            self._run(work)
 
     def claim(self, holder: str, ttl: float, limit: int) -> list[TaskRef]:
         """See `TaskStore.claim` (one write transaction: claimers in other processes wait for it)."""

@@ -22,7 +22,7 @@ from mcp_tasks._tasks._helpers import task_id_of
 from mcp_tasks._tasks._member import Member
 from mcp_tasks._tasks._observer import report_failed
 from mcp_tasks._tasks._options import WaitSettings
-from mcp_tasks._tasks._record import saved_ref
+from mcp_tasks._tasks._record import Recorder, close_all, release_all, saved_ref, store_of, take_all
 from mcp_tasks._tasks._schedule import delay
 from mcp_tasks._tasks._task_wait import TaskWait
 from mcp_tasks._tasks._watch import READ, watch_of
@@ -70,6 +70,7 @@ class Group:
         self._exits = ExitStack()  # the 2025-era waits' request owners
         self._made: list[Member] = []
         self._driven: dict[int, tuple[Status | None, Status] | Exception] = {}  # what offloaded input ended with
+        self._ending: list[Recorder] = []  # the waits over whose leases are still to be freed (`_free`)
 
     # -- members ------------------------------------------------------------------------------
 
@@ -89,33 +90,48 @@ class Group:
         added: list[Member] = []
         streamed: list[str] = []
         cued: list[str] = []
-        for task in tasks:
-            task_id = task_id_of(task)
-            given = task if isinstance(task, Status) else None
-            wait_settings = settings or self.settings
-            saved = saved_ref(self.client, task_id, wait_settings.store, wait_settings.timeout)  # read only when traced
-            trace = self.channel.tracing.task(task_id, saved)  # its span, when the client traces
-            wait = TaskWait(self.client, task_id, given, wait_settings, trace)
-            wait.deadline = self.deadline
-            wait.recorder.deadline = self.deadline
-            trace.start()
-            member = self._member(wait)
-            member.traced = member.made = True
-            self._made.append(member)
-            added.append(member)
-            wait.recorder.take(claimed)  # its lease is freed by `close` when anything fails
-            if listen:
-                (streamed if wait.protocol.era == "modern" else cued).append(task_id)
-            final = wait.start(given)
-            if final is not None:
-                self._finish(member, final)
-            else:
-                self._schedule(member, self._first_read(wait, given, listen))
+        tasks = list(tasks)
+        wait_settings = settings or self.settings
+        ids = [task_id_of(task) for task in tasks]
+        store = store_of(self.client, wait_settings.store)
+        batch = None if claimed is not None else take_all(store, ids, self.deadline)
+        try:
+            for task, task_id in zip(tasks, ids, strict=True):
+                given = task if isinstance(task, Status) else None
+                # read only when traced:
+                saved = saved_ref(self.client, task_id, wait_settings.store, wait_settings.timeout)
+                trace = self.channel.tracing.task(task_id, saved)  # its span, when the client traces
+                wait = TaskWait(self.client, task_id, given, wait_settings, trace)
+                wait.deadline = self.deadline
+                wait.recorder.deadline = self.deadline
+                trace.start()
+                member = self._member(wait)
+                member.traced = member.made = True
+                self._made.append(member)
+                added.append(member)
+                if batch is not None:  # taken for all at once: the first wait of a task holds it
+                    took = task_id in batch[1]
+                    batch[1].discard(task_id)
+                    wait.recorder.take(batch[0] if took else None, asked=True)
+                else:
+                    wait.recorder.take(claimed)  # its lease is freed by `close` when anything fails
+                if listen:
+                    (streamed if wait.protocol.era == "modern" else cued).append(task_id)
+                final = wait.start(given)
+                if final is not None:
+                    self._finish(member, final)
+                else:
+                    self._schedule(member, self._first_read(wait, given, listen))
+        except BaseException:
+            if batch is not None and batch[1]:  # the leases taken for waits never made
+                release_all(store, batch[0], batch[1])
+            raise
         if streamed:
             scopes = {m.task_id: m.wait.trace.within for m in added}  # the watch's reads are the waits'
             self.watch.want(self.inbox, streamed, stream=True, scopes=scopes)
         if cued:
             self.watch.want(self.inbox, cued, stream=False)
+        self._free()
         return added
 
     def follow(self, wait: TaskWait) -> Member:
@@ -199,6 +215,7 @@ class Group:
                     return []
                 if not self.inbox.news and not self._driven and not self.channel.closing.is_set():
                     wait_condition(self.inbox.changed, wake)
+        self._free()
         done, self._done = self._done, []
         return done
 
@@ -228,8 +245,9 @@ class Group:
         self._exits.close()
         for member in self._made:
             self._end_trace(member, None)  # no longer followed (wait_any's others): no outcome
-            member.wait.recorder.close()
+        self._ending.extend(member.wait.recorder for member in self._made)
         self._made.clear()
+        self._free()
 
     # -- one member ---------------------------------------------------------------------------
 
@@ -357,10 +375,15 @@ class Group:
     def _close_member(self, member: Member) -> None:
         self._open -= 1
         if member.made:
-            member.wait.recorder.close()  # its lease is free at once, not when the group closes
+            self._ending.append(member.wait.recorder)  # freed before it is handed out, not when the group closes
         self._done.append(member)
         if all(m.over for m in self._by_id.get(member.task_id, ())):
             self.watch.drop(self.inbox, [member.task_id])
+
+    def _free(self) -> None:
+        """Free the leases of the waits over since the last time: those of one store in one call."""
+        ending, self._ending = self._ending, []
+        close_all(ending)
 
     def _timed_out(self) -> TaskTimeout:
         pending = self.pending()

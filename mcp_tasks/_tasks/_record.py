@@ -38,12 +38,15 @@ if TYPE_CHECKING:
 __all__ = [
     "RESUMING",
     "Recorder",
+    "close_all",
     "endpoint_of",
     "record_created",
     "record_status",
+    "release_all",
     "renewer_of",
     "saved_ref",
     "store_of",
+    "take_all",
 ]
 
 log = logging.getLogger("mcp_tasks")
@@ -176,11 +179,12 @@ class Recorder:
         self.lease = self.renewer.hold(self.store, self.task_id, self.holder, self.ttl)
 
     @_within_deadline
-    def take(self, claimed: str | None = None) -> None:
+    def take(self, claimed: str | None = None, *, asked: bool = False) -> None:
         """The wait begins: take the task's lease when it is free, before the first read, and
         keep it renewed while the wait waits (a wait that cannot take it reads, and answers
-        nothing until it frees). `claimed`: the holder that already took it (`store.claim`),
-        whose lease this wait holds as its own.
+        nothing until it frees). `claimed`: the holder that already took it (`store.claim`,
+        `take_all`), whose lease this wait holds as its own; `asked`: `take_all` asked for it
+        and did not get it (read only, nothing more to ask now).
         """
         store = self.store
         if store is None:
@@ -188,6 +192,9 @@ class Recorder:
         if claimed is not None:
             self.holder = claimed
             self._hold()
+            return
+        if asked:
+            log.debug("task %s is leased by another wait: reading only", short_id(self.task_id))
             return
         try:
             with best_effort():  # a locked store does not hold the wait's first read back
@@ -324,3 +331,66 @@ class Recorder:
             store = self.store
             with store_deadline(time.monotonic() + RELEASE_PATIENCE):
                 _kept("the end of its lease", self.task_id, lambda: store.release(self.task_id, self.holder))
+
+
+def take_all(store: TaskStore | None, task_ids: list[str], deadline: Deadline) -> tuple[str, set[str]] | None:
+    """The leases of many waits about to begin, taken in one call with the store's optional
+    ``acquire_many`` for one new holder: that holder and the ids it took (none when the store
+    failed: the waits read only for now, as `Recorder.take`'s). None without a store, with one
+    task, or a store without ``acquire_many``: then each wait takes its own.
+    """
+    many = getattr(store, "acquire_many", None)
+    if store is None or not callable(many) or len(set(task_ids)) < 2:
+        return None
+    holder = new_holder()
+    try:
+        with store_deadline(deadline.at), best_effort():
+            taken = many(task_ids, holder, lease_ttl_of(store))
+        if not isinstance(taken, (set, frozenset, list, tuple)):
+            raise StoreError(f"acquire_many returned {type(taken).__name__}, not a set of task ids")
+    except StoreError as exc:
+        log.info("could not take the leases of %d tasks yet: %s", len(task_ids), exc)
+        return holder, set()
+    return holder, {task_id for task_id in taken if task_id in task_ids}
+
+
+def close_all(recorders: list[Recorder]) -> None:
+    """`Recorder.close` for many waits over: the leases of one store freed in one call with its
+    optional ``release_many`` (one by one without it), waiting for a busy store
+    `RELEASE_PATIENCE` at most (within the waits' deadline).
+    """
+    by_store: dict[int, list[Recorder]] = {}
+    for recorder in {id(recorder): recorder for recorder in recorders}.values():
+        if recorder.store is not None and recorder.lease is not None:
+            by_store.setdefault(id(recorder.store), []).append(recorder)
+    for batch in by_store.values():
+        first = batch[0]
+        many = getattr(first.store, "release_many", None)
+        if len(batch) < 2 or not callable(many):
+            for recorder in batch:
+                recorder.close()
+            continue
+        for recorder in batch:
+            recorder._drop()
+        leases = [(recorder.task_id, recorder.holder) for recorder in batch]
+        try:
+            with store_deadline(first.deadline.at), store_deadline(time.monotonic() + RELEASE_PATIENCE):
+                many(leases)
+        except StoreError as exc:  # the leases free themselves when this process ends or their ttl passes
+            log.warning("could not free the leases of %d tasks: %s", len(leases), exc)
+
+
+def release_all(store: TaskStore | None, holder: str, task_ids: set[str]) -> None:
+    """Free the leases `holder` took with `take_all` for waits that were never made (best effort)."""
+    if store is None or not task_ids:
+        return
+    many = getattr(store, "release_many", None)
+    try:
+        with store_deadline(time.monotonic() + RELEASE_PATIENCE):
+            if callable(many):
+                many([(task_id, holder) for task_id in sorted(task_ids)])
+            else:
+                for task_id in sorted(task_ids):
+                    store.release(task_id, holder)
+    except StoreError as exc:
+        log.warning("could not free the leases of %d tasks: %s", len(task_ids), exc)
