@@ -239,14 +239,14 @@ class Recorder:
             return True
         if self.holding:
             return True
-        self._drop()
+        self.stop_renewing()
         if self.store.acquire(self.task_id, self.holder, self.ttl):
             self._hold()  # answer what is read next
         else:
             log.debug("task %s is leased by another wait: reading only", short_id(self.task_id))
         return False
 
-    def _drop(self) -> None:
+    def stop_renewing(self) -> None:
         """Stop renewing a lease this wait no longer has (or is about to free)."""
         if self.lease is not None and self.renewer is not None:
             self.renewer.let_go(self.lease)
@@ -279,7 +279,7 @@ class Recorder:
             return True
         kept = self.holding and self.store.renew(self.task_id, self.holder, self.ttl)
         if not kept:  # it lapsed (a machine asleep, a store unreachable for its ttl)
-            self._drop()
+            self.stop_renewing()
             if not self.store.acquire(self.task_id, self.holder, self.ttl):
                 return False  # and another wait took it: that one answers now
             self._hold()
@@ -327,7 +327,7 @@ class Recorder:
         (a lease left behind frees itself when this process ends or its ttl passes).
         """
         if self.store is not None and self.lease is not None:
-            self._drop()
+            self.stop_renewing()
             store = self.store
             with store_deadline(time.monotonic() + RELEASE_PATIENCE):
                 _kept("the end of its lease", self.task_id, lambda: store.release(self.task_id, self.holder))
@@ -371,7 +371,7 @@ def close_all(recorders: list[Recorder]) -> None:
                 recorder.close()
             continue
         for recorder in batch:
-            recorder._drop()
+            recorder.stop_renewing()
         leases = [(recorder.task_id, recorder.holder) for recorder in batch]
         try:
             with store_deadline(first.deadline.at), store_deadline(time.monotonic() + RELEASE_PATIENCE):
