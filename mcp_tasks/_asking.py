@@ -5,6 +5,11 @@ Several tasks may ask at once (futures answer input on a pool of workers, thread
 side): a person can answer only one question at a time, so each form is asked whole, in the order
 the tasks asked, while the others wait their turn. While a question is on the screen, the live
 status lines (`StatusDisplay`) hold still: they end their line before it, and draw again after.
+
+A wait that answers input says until when it may wait its turn (`waiting_until`): its deadline,
+and its client's closing signal. A question still in the queue at the deadline leaves it with the
+wait's own timeout error; one in the queue when its client closes leaves it at once (`wake_turns`)
+with the client's closed error. A question already being asked is never cut short.
 """
 
 from __future__ import annotations
@@ -12,17 +17,29 @@ from __future__ import annotations
 import threading
 import weakref
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from typing import Protocol
 
 import attrs
 
+from mcp_tasks._clock import Deadline, block_for
 from mcp_tasks._printable import printable
 from mcp_tasks._redact import short_id
 
-__all__ = ["Asker", "Line", "asker", "asking_for", "hold_lines", "lines_held", "turn"]
+__all__ = [
+    "Asker",
+    "Line",
+    "Until",
+    "asker",
+    "asking_for",
+    "hold_lines",
+    "lines_held",
+    "turn",
+    "waiting_until",
+    "wake_turns",
+]
 
 
 @attrs.frozen
@@ -57,6 +74,31 @@ def asker() -> Asker | None:
     return _ASKER.get()
 
 
+@attrs.frozen
+class Until:
+    """How long a question may wait its turn: until `deadline` passes (then `timed_out()` is
+    raised) or `closing` is set (then `closed()` is raised).
+    """
+
+    deadline: Deadline
+    closing: threading.Event
+    timed_out: Callable[[], BaseException]
+    closed: Callable[[], BaseException]
+
+
+_UNTIL: ContextVar[Until | None] = ContextVar("mcp_tasks_until", default=None)
+
+
+@contextmanager
+def waiting_until(until: Until) -> Iterator[None]:
+    """While this block runs (in this thread), a question waits its turn only as `until` says."""
+    token = _UNTIL.set(until)
+    try:
+        yield
+    finally:
+        _UNTIL.reset(token)
+
+
 class Line(Protocol):
     """A live terminal line that holds still while a question is asked."""
 
@@ -78,9 +120,10 @@ class _Turns:
         self._lines: weakref.WeakSet[Line] = weakref.WeakSet()
 
     @contextmanager
-    def turn(self) -> Iterator[int]:
+    def turn(self, until: Until | None = None) -> Iterator[int]:
         """Wait for this thread's turn; yields how many others wait behind it. A wait that is
-        interrupted (Ctrl-C) leaves the queue, so the questions behind it still come.
+        interrupted (Ctrl-C), or that `until` ends (its deadline, its client closing), leaves the
+        queue, so the questions behind it still come.
         """
         me = threading.get_ident()
         with self._changed:
@@ -93,7 +136,7 @@ class _Turns:
                 self._changed.notify_all()  # (`queued` changed)
                 try:
                     while self._owner is not None or self._queue[0] is not place:
-                        self._changed.wait()
+                        self._changed.wait(self._step(until))
                 except BaseException:
                     self._queue.remove(place)
                     self._changed.notify_all()
@@ -117,6 +160,22 @@ class _Turns:
             for line in lines:
                 line.resume()
 
+    @staticmethod
+    def _step(until: Until | None) -> float | None:
+        """How long to block once more (None: until notified); raises what `until` says is over."""
+        if until is None:
+            return block_for(None)
+        if until.closing.is_set():
+            raise until.closed()
+        if until.deadline.expired():
+            raise until.timed_out()
+        return block_for(until.deadline.remaining())
+
+    def wake(self) -> None:
+        """Have every waiting question look again at what ends its wait (a client is closing)."""
+        with self._changed:
+            self._changed.notify_all()
+
     def queued(self, at_least: int, timeout: float) -> bool:
         """Block until `at_least` questions wait behind the one being asked (False after `timeout`)."""
         with self._changed:
@@ -136,11 +195,17 @@ class _Turns:
 _TURNS = _Turns()
 
 
-def turn() -> AbstractContextManager[int]:
+def turn(until: Until | None = None) -> AbstractContextManager[int]:
     """Wait for this thread's turn to ask a person, first come first served; the block holds it
     and yields how many other questions wait behind it. Live status lines hold still meanwhile.
+    The wait ends as `until` says (by default what `waiting_until` set in this thread, if any).
     """
-    return _TURNS.turn()
+    return _TURNS.turn(until if until is not None else _UNTIL.get())
+
+
+def wake_turns() -> None:
+    """A client is closing: the questions waiting their turn for it leave the queue now."""
+    _TURNS.wake()
 
 
 def lines_held() -> bool:

@@ -32,6 +32,7 @@ from mcp_tasks._agreement import (
     offer,
     pinned_modern,
 )
+from mcp_tasks._asking import Until, waiting_until, wake_turns
 from mcp_tasks._clock import Deadline, pause
 from mcp_tasks._dispatch import Dispatcher, RequestOwner
 from mcp_tasks._errors import (
@@ -362,6 +363,7 @@ class Channel:
         (their threads, which the transport's end unblocks).
         """
         self.closing.set()
+        wake_turns()  # questions waiting their turn to ask a person leave the queue
         attached = list(self._attachments.values())
         for close in [getattr(a, "close", None) for a in attached]:
             if callable(close):
@@ -522,8 +524,10 @@ class Channel:
             return {**base, "requestState": state}
         if not isinstance(requests, dict):
             raise malformed("The server sent inputRequests that are not an object", result)
+        until = Until(deadline, self.closing, lambda: _turn_timeout(deadline), self.closed_error)
         try:
-            responses = answer_all(self.settings.input_handlers, requests, result)
+            with waiting_until(until):  # a question waiting its turn keeps to the call's deadline
+                responses = answer_all(self.settings.input_handlers, requests, result)
         except NoHandler as missing:
             raise McpError(
                 INVALID_PARAMS,
@@ -554,6 +558,10 @@ class Channel:
             except ValueError as exc:
                 log.warning("leaving out tool %r: %s", tool["name"], exc)
                 self._tool_headers[tool["name"]] = None
+
+
+def _turn_timeout(deadline: Deadline) -> RequestTimeout:
+    return RequestTimeout(deadline.timeout or 0.0, "Timed out waiting for a turn to ask a person for input")
 
 
 def _extension_result(method: str, result_type: object, request_meta: Mapping[str, Any]) -> bool:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
+from mcp_tasks._asking import Until, waiting_until
 from mcp_tasks._clock import Deadline, wait_sliced
 from mcp_tasks._dispatch import error_response
 from mcp_tasks._errors import INTERNAL_ERROR, INVALID_PARAMS, REQUEST_TIMEOUT, McpError, TaskTimeout
@@ -113,7 +114,8 @@ class TaskWait:
             input_requests={key: request},
         )
         try:
-            responses = self.settings.input.answer(self.client, status, {key: request})
+            with self._asking():
+                responses = self.settings.input.answer(self.client, status, {key: request})
             response = responses.get(key) if isinstance(responses, Mapping) else None
             if responses is not None and not isinstance(response, dict):
                 returned = response if isinstance(responses, Mapping) else responses
@@ -125,6 +127,13 @@ class TaskWait:
         self.just_answered = True
         self.trace.input_round(1)
         return {"jsonrpc": "2.0", "id": message.get("id"), "result": response}
+
+    def _asking(self) -> AbstractContextManager[None]:
+        """While input is answered: a question waiting its turn to ask a person keeps to the
+        wait's deadline (then `TaskTimeout`) and leaves when the client closes.
+        """
+        channel = self.client.channel
+        return waiting_until(Until(self.deadline, channel.closing, self._timed_out, channel.closed_error))
 
     def _stop(self, why: Status | Exception, message: dict[str, Any], text: str) -> dict[str, Any]:
         self.stopped = why
@@ -202,7 +211,10 @@ class TaskWait:
                 self.input_declined = True
                 self.just_answered = self.recorder.holding
                 return None
-            responses = self.recorder.replay(pending) or self.settings.input.answer(self.client, status, pending)
+            responses: dict[str, Any] | None = self.recorder.replay(pending)
+            if not responses:
+                with self._asking():
+                    responses = self.settings.input.answer(self.client, status, pending)
             if responses is None:
                 return status
             if not isinstance(responses, Mapping):
