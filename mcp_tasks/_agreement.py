@@ -67,6 +67,10 @@ class Agreement:
     server_info: dict[str, Any] = attrs.field(factory=dict)
     discovered: dict[str, Any] | None = None
     generation: int = attrs.field(factory=lambda: next(_generations))
+    declared: dict[str, Any] | None = None
+    """The client capabilities this client declared in its ``initialize`` (what a 2025-era server
+    may ask it for); None when it made no handshake (a modern connection, a joined session).
+    """
 
     @property
     def legacy(self) -> bool:
@@ -132,9 +136,11 @@ def from_discover(discovered: Mapping[str, Any]) -> Agreement:
     )
 
 
-def from_initialize(result: Mapping[str, Any], offered: str, protocol: str) -> Agreement:
-    """The agreement an ``initialize`` result makes; a version this client does not speak is an
-    McpError (kind protocol).
+def from_initialize(
+    result: Mapping[str, Any], offered: str, protocol: str, declared: Mapping[str, Any] | None = None
+) -> Agreement:
+    """The agreement an ``initialize`` result makes (`declared`: the client capabilities the
+    request declared); a version this client does not speak is an McpError (kind protocol).
     """
     version = result.get("protocolVersion")
     acceptable = HANDSHAKE_VERSIONS if protocol == "auto" else (offered,)
@@ -151,7 +157,10 @@ def from_initialize(result: Mapping[str, Any], offered: str, protocol: str) -> A
     if capabilities is not None and not isinstance(capabilities, dict):
         raise malformed("The initialize capabilities are not an object", result)
     info = result.get("serverInfo")
-    return Agreement("legacy", version, capabilities or {}, info if isinstance(info, dict) else {})
+    shown = info if isinstance(info, dict) else {}
+    return Agreement(
+        "legacy", version, capabilities or {}, shown, declared=None if declared is None else dict(declared)
+    )
 
 
 def offer(protocol: str) -> str:

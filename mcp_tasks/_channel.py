@@ -183,7 +183,7 @@ class Channel:
         except McpError as exc:
             name_request(exc, "initialize")
             raise
-        agreed = from_initialize(result, offered, self.settings.protocol)
+        agreed = from_initialize(result, offered, self.settings.protocol, self.capabilities)
         self.transport.begin_session(agreed.version)
         self.transport.notify(notification("notifications/initialized"), deadline)
         log.debug("handshake done: %s, server %s", agreed.version, agreed.server_info.get("name"))

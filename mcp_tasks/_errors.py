@@ -298,7 +298,8 @@ def _undeclared(failed: TaskFailed) -> str:
     return (
         f". The session that started the task did not declare {capability}, and a 2025-11-25 server "
         "asks only what the session declared: start such tasks from a client with input handlers, "
-        f"or with declare_input={_KINDS_OF[capability]} (a client with a store= declares form and url), "
+        f"or with declare_input={_KINDS_OF[capability]} (a client with a store= and no input handlers "
+        "declares form and url), "
         "and answer later with resume()"
     )
 

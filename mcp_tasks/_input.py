@@ -46,6 +46,7 @@ __all__ = [
     "answer_all",
     "capabilities_for",
     "check_response",
+    "declared_kinds",
     "input_failure",
     "kind_of",
 ]
@@ -133,6 +134,20 @@ def capabilities_for(kinds: Iterable[str], declared: Mapping[str, Any] | None = 
     if "roots" in kinds:
         caps.setdefault("roots", {"listChanged": False})
     return caps
+
+
+def declared_kinds(capabilities: Mapping[str, Any]) -> frozenset[str]:
+    """The kinds of input that client `capabilities` declare (what a server may then ask for):
+    ``elicitation`` form and url (an empty one is form), ``sampling``, ``roots``.
+    """
+    kinds: set[str] = set()
+    elicitation = capabilities.get("elicitation")
+    if isinstance(elicitation, Mapping):
+        kinds.update(mode for mode in ("form", "url") if mode in elicitation)
+        if not elicitation or not kinds:
+            kinds.add("form")
+    kinds.update(kind for kind in ("sampling", "roots") if isinstance(capabilities.get(kind), Mapping))
+    return frozenset(kinds)
 
 
 def request_params(request: Mapping[str, Any]) -> dict[str, Any] | None:

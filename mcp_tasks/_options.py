@@ -87,8 +87,10 @@ class ClientOptions(TypedDict, total=False):
       declare although this client has no handler for them, because a later process will answer
       them (`resume`). A 2025-11-25 server checks what the session declared when its task asks
       (mcp 1.30 fails the task: "Client does not support elicitation capability"), and the
-      resumer joins that session. Default: ``("form", "url")`` for a client with a `store`, none
-      otherwise; ``()`` declares none.
+      resumer joins that session. Default: ``("form", "url")`` for a client with a `store` and no
+      input handlers, none otherwise; ``()`` declares none. A 2025-era wait fetches a task's
+      request only when its handlers answer every kind the session declared (that era says what
+      it asks only once fetched, and a request refused fails the task): else it leaves it.
     - `timeout`: the default total of one request, in seconds (30.0; None: no limit).
     - `client_info`: the name and version the client gives (default: mcp_tasks and its version).
     - `max_input_rounds`: how many input_required rounds one request may take (10).
@@ -243,10 +245,12 @@ class ClientSettings:
 
     @property
     def declared_input(self) -> tuple[str, ...]:
-        """The kinds of input declared for a later process to answer (see `declare_input`)."""
+        """The kinds of input declared for a later process to answer (see `declare_input`): by
+        default form and url for a client with a store and no input handlers.
+        """
         if self.declare_input is not None:
             return self.declare_input
-        return ("form", "url") if self.store is not None else ()
+        return ("form", "url") if self.store is not None and not self.input_handlers.kinds else ()
 
     @property
     def capabilities(self) -> dict[str, Any]:

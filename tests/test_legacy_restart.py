@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 import mcp_tasks as mt
+from mcp_tasks._input import declared_kinds
 from tests.conftest import ROOT
 from tests.foreign.legacy_http_tasks import LegacyHttpTasksServer
 
@@ -62,7 +63,7 @@ def test_a_task_started_in_a_batch_job_is_answered_by_a_later_process(tmp_path: 
         )
         assert batch.returncode == 0, batch.stderr
         assert batch.stdout.strip() == "input_required"  # the wait came back, the task still asks
-        asked = server.journal.events(lambda e: e.get("rpc") == "tasks/result")
+        asked = server.journal.events(lambda e: e.get("method") == "tasks/result")
         assert asked == []  # nobody here could answer: the server's request was left on the server
         store = mt.SqliteTaskStore(path)
         (ref,) = store.unfinished()
@@ -84,3 +85,47 @@ def test_undeclared_input_on_a_legacy_server_says_why_and_what_to_do() -> None:
     assert "did not declare elicitation" in str(failed) and 'declare_input=["form", "url"]' in str(failed)
     plain = mt.TaskFailed(mt.Status(task_id="t" * 20, status=mt.TaskState.FAILED, error={"code": 1, "message": "x"}))
     assert str(plain).endswith("failed: x (error 1)")
+
+
+def sample(params: dict[str, Any]) -> dict[str, Any]:
+    return {"role": "assistant", "model": "test", "content": {"type": "text", "text": "sampled"}}
+
+
+def test_a_wait_without_a_handler_for_a_kind_declared_for_later_leaves_the_request(tmp_path: Path) -> None:
+    with LegacyHttpTasksServer() as server:
+        # Sampling is answered here; forms are declared for a later process to answer.
+        client = mt.Client.http(server.url, input_handlers=mt.InputHandlers(sampling=sample), declare_input=["form"])
+        with client:
+            assert client.client_capabilities == {"elicitation": {"form": {}}, "sampling": {}}
+            task = mt.call_tool(client, "ask_task")
+            assert isinstance(task, mt.Status) and task.session_id is not None
+            stopped = mt.wait_task(client, task, timeout=30)
+            assert stopped.status is mt.TaskState.INPUT_REQUIRED
+            with pytest.raises(mt.InputRequired):
+                mt.await_task(client, task, timeout=30)
+            client.close(end_session=False)
+        # Never fetched to be refused (which failed the task): the request waits on the server.
+        assert server.journal.events(lambda e: e.get("method") == "tasks/result") == []
+        assert server.journal.events(lambda e: e.get("event") == "ask_task_answer") == []
+        with mt.Client.http(server.url, session_id=task.session_id, input_handlers=HANDLERS) as later:
+            result = mt.await_task(later, task.task_id, timeout=30)
+    assert result["content"][0]["text"] == "hello Ada (accept)"
+
+
+def test_a_client_with_handlers_and_a_store_declares_what_they_answer_and_answers_it(tmp_path: Path) -> None:
+    store = mt.SqliteTaskStore(tmp_path / "tasks.db")
+    with LegacyHttpTasksServer() as server, mt.Client.http(server.url, store=store, input_handlers=HANDLERS) as client:
+        assert client.client_capabilities == {"elicitation": {"form": {}}}
+        result = mt.call_and_await(client, "ask_task", timeout=30)
+    assert result["content"][0]["text"] == "hello Ada (accept)"
+
+
+def test_the_kinds_a_session_declared_are_read_from_its_capabilities() -> None:
+    assert declared_kinds({}) == frozenset()
+    assert declared_kinds({"elicitation": {}}) == {"form"}  # an empty elicitation means form
+    assert declared_kinds({"elicitation": {"url": {}}, "sampling": {}, "tasks": {}}) == {"url", "sampling"}
+    assert declared_kinds({"elicitation": {"form": {}, "url": {}}, "roots": {"listChanged": False}}) == {
+        "form",
+        "url",
+        "roots",
+    }

@@ -27,7 +27,9 @@ class InputStrategy(Protocol):
 class HandlersStrategy:
     """Answer with the client's input handlers, all or nothing: when any pending request has no
     handler for its kind, none runs and the wait returns the input_required status. Handlers run
-    in sorted key order; each response is checked before it is sent.
+    in sorted key order; each response is checked before it is sent. A 2025-era task's request,
+    whose kind is known only once fetched, is fetched only when a handler here answers every kind
+    the session declared (see `leaves`).
     """
 
     def __init__(self, handlers: InputHandlers | None = None) -> None:
@@ -42,12 +44,16 @@ class HandlersStrategy:
         except NoHandler:
             return None
 
-    def answers_nothing(self, client: Any) -> bool:
-        """Whether no handler is set at all (a 2025-era wait then leaves the server's request
-        pending for a later process, rather than fetch it only to refuse it).
+    def leaves(self, client: Any, declared: frozenset[str] | None) -> bool:
+        """Whether a 2025-era wait leaves the server's request on the server, for a process that
+        answers it, rather than fetch it (``tasks/result``) only to refuse it, which fails the
+        task: that era says what it asks only once it is fetched. It leaves it when no handler
+        is set at all, or when the session `declared` a kind of input (so the server may ask it)
+        that no handler here answers; `declared` is None when not known (a session joined by id).
         """
         handlers: InputHandlers = self._handlers or client.input_handlers
-        return not handlers.kinds
+        answered = set(handlers.kinds)
+        return not answered or (declared is not None and not declared <= answered)
 
     def __repr__(self) -> str:
         return "HandlersStrategy()"

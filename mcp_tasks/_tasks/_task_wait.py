@@ -19,7 +19,7 @@ from mcp_tasks._asking import Until, waiting_until
 from mcp_tasks._clock import Deadline, wait_sliced
 from mcp_tasks._dispatch import error_response
 from mcp_tasks._errors import INTERNAL_ERROR, INVALID_PARAMS, REQUEST_TIMEOUT, McpError, TaskTimeout
-from mcp_tasks._input import input_failure
+from mcp_tasks._input import declared_kinds, input_failure
 from mcp_tasks._options import UNSET
 from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status, TaskState
@@ -290,9 +290,15 @@ class TaskWait:
         return self.protocol.era == "legacy" and status.status is TaskState.INPUT_REQUIRED and not self._unanswered()
 
     def _unanswered(self) -> bool:
-        """No handler here: a 2025-era request is left on the server (for `resume` elsewhere)."""
+        """What the server may ask is not all answered here: a 2025-era request is left on the
+        server (for `resume` elsewhere, or a wait with the handlers), never fetched to be refused.
+        """
         strategy = self.settings.input
-        return isinstance(strategy, HandlersStrategy) and strategy.answers_nothing(self.client)
+        if not isinstance(strategy, HandlersStrategy):
+            return False
+        agreed = self.client.channel.agreed
+        declared = agreed.declared if agreed is not None else None
+        return strategy.leaves(self.client, None if declared is None else declared_kinds(declared))
 
     def _drive(self, status: Status) -> Status:
         """Move a 2025-era task that needs input along (its input answered as the server asks);
