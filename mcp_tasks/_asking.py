@@ -7,9 +7,10 @@ the tasks asked, while the others wait their turn. While a question is on the sc
 status lines (`StatusDisplay`) hold still: they end their line before it, and draw again after.
 
 A wait that answers input says until when it may wait its turn (`waiting_until`): its deadline,
-and its client's closing signal. A question still in the queue at the deadline leaves it with the
-wait's own timeout error; one in the queue when its client closes leaves it at once (`wake_turns`)
-with the client's closed error. A question already being asked is never cut short.
+its client's closing signal, its own cancellation. A question still in the queue at the deadline
+leaves it with the wait's own timeout error; one in the queue when its client closes (or its wait
+is cancelled) leaves it at once (`wake_turns`) with the client's closed error (or the wait's). A
+question already being asked is never cut short.
 """
 
 from __future__ import annotations
@@ -77,13 +78,13 @@ def asker() -> Asker | None:
 @attrs.frozen
 class Until:
     """How long a question may wait its turn: until `deadline` passes (then `timed_out()` is
-    raised) or `closing` is set (then `closed()` is raised).
+    raised), or until `ended()` gives the error that ends its wait now (its client closing, the
+    wait cancelled); whoever ends a wait so calls `wake_turns()`.
     """
 
     deadline: Deadline
-    closing: threading.Event
     timed_out: Callable[[], BaseException]
-    closed: Callable[[], BaseException]
+    ended: Callable[[], BaseException | None]
 
 
 _UNTIL: ContextVar[Until | None] = ContextVar("mcp_tasks_until", default=None)
@@ -165,8 +166,9 @@ class _Turns:
         """How long to block once more (None: until notified); raises what `until` says is over."""
         if until is None:
             return block_for(None)
-        if until.closing.is_set():
-            raise until.closed()
+        ended = until.ended()
+        if ended is not None:
+            raise ended
         if until.deadline.expired():
             raise until.timed_out()
         return block_for(until.deadline.remaining())
@@ -180,6 +182,11 @@ class _Turns:
         """Block until `at_least` questions wait behind the one being asked (False after `timeout`)."""
         with self._changed:
             return self._changed.wait_for(lambda: len(self._queue) >= at_least, timeout)
+
+    def queued_at_most(self, at_most: int, timeout: float) -> bool:
+        """Block until no more than `at_most` questions wait their turn (False after `timeout`)."""
+        with self._changed:
+            return self._changed.wait_for(lambda: len(self._queue) <= at_most, timeout)
 
     def held(self) -> bool:
         """Whether a question is being asked now (live lines do not draw)."""
@@ -204,7 +211,9 @@ def turn(until: Until | None = None) -> AbstractContextManager[int]:
 
 
 def wake_turns() -> None:
-    """A client is closing: the questions waiting their turn for it leave the queue now."""
+    """A client is closing (or a wait was cancelled): its questions waiting their turn leave the
+    queue now.
+    """
     _TURNS.wake()
 
 

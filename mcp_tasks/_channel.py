@@ -377,6 +377,9 @@ class Channel:
                 if callable(join):
                     join()
 
+    def _closed_now(self) -> TransportError | None:
+        return self.closed_error() if self.closing.is_set() else None
+
     @staticmethod
     def closed_error(cause: BaseException | None = None) -> TransportError:
         """The one error with which every wait ends when the client closes under it."""
@@ -524,7 +527,7 @@ class Channel:
             return {**base, "requestState": state}
         if not isinstance(requests, dict):
             raise malformed("The server sent inputRequests that are not an object", result)
-        until = Until(deadline, self.closing, lambda: _turn_timeout(deadline), self.closed_error)
+        until = Until(deadline, lambda: _turn_timeout(deadline), self._closed_now)
         try:
             with waiting_until(until):  # a question waiting its turn keeps to the call's deadline
                 responses = answer_all(self.settings.input_handlers, requests, result)

@@ -5,6 +5,7 @@ thread left behind.
 
 from __future__ import annotations
 
+import concurrent.futures
 import io
 import threading
 from collections.abc import Iterator
@@ -113,6 +114,20 @@ def test_closing_the_client_releases_futures_queued_for_their_turn(server: Serve
         client.close()
 
 
+def test_cancelling_a_future_releases_its_question_queued_for_its_turn(server: Server) -> None:
+    prompts = Prompts()
+    with interactive(server, prompts) as client:
+        with turn():
+            first, second = (mt.submit(client, "ask") for _ in range(2))
+            assert _TURNS.queued(2, 30)
+            assert first.cancel()
+            with pytest.raises(concurrent.futures.CancelledError):
+                first.result(timeout=30)
+            assert _TURNS.queued_at_most(1, 30)  # its question left the queue, not to be asked
+        assert second.result(timeout=30)["structuredContent"] == {"name": "Ada"}
+        assert prompts.asked == ["name"]  # the second task's question only
+
+
 def test_a_tool_calls_question_queued_for_its_turn_keeps_to_the_calls_timeout(server: Server) -> None:
     prompts = Prompts()
     with interactive(server, prompts) as client:
@@ -127,7 +142,9 @@ def test_a_tool_calls_question_queued_for_its_turn_keeps_to_the_calls_timeout(se
 def test_a_question_that_may_wait_no_longer_leaves_the_queue_and_the_next_comes() -> None:
     turns = _Turns()
     closing = threading.Event()
-    until = Until(Deadline(None), closing, lambda: TimeoutError("late"), lambda: RuntimeError("closed"))
+    until = Until(
+        Deadline(None), lambda: TimeoutError("late"), lambda: RuntimeError("closed") if closing.is_set() else None
+    )
     served: list[str] = []
     outcome: list[BaseException] = []
 
@@ -146,12 +163,12 @@ def test_a_question_that_may_wait_no_longer_leaves_the_queue_and_the_next_comes(
         c.start()
         assert turns.queued(2, 30)
         closing.set()
-        turns.wake()
+        turns.wake()  # (as `wake_turns()` does for the one queue)
         b.join(30)
         assert not b.is_alive() and [str(e) for e in outcome] == ["closed"]
     c.join(30)
     assert served == ["c"]
-    late = Until(Deadline(0.001), threading.Event(), lambda: TimeoutError("late"), lambda: RuntimeError("closed"))
+    late = Until(Deadline(0.001), lambda: TimeoutError("late"), lambda: None)
     with turns.turn():
         b = threading.Thread(target=wait_turn, args=("b", late), name="b")
         b.start()

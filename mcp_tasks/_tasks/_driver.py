@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from mcp_tasks._asking import wake_turns
 from mcp_tasks._clock import Deadline
 from mcp_tasks._errors import InputRequired, McpError, TaskCancelled, TaskFailed
 from mcp_tasks._redact import short_id
@@ -59,6 +60,7 @@ class TaskFuture(concurrent.futures.Future[dict[str, Any]]):
         self.client = client
         self.task_id: str | None = status.task_id if status is not None else None
         self.status: Status | None = status
+        self._dropped: threading.Event | None = None  # its wait's: set when cancelled (see `cancel`)
 
     def cancel(self) -> bool:
         """Ask the server to cancel the task, then read it once: False when the future is done,
@@ -81,7 +83,12 @@ class TaskFuture(concurrent.futures.Future[dict[str, Any]]):
         if ended:
             futures_of(self.client.channel).cue(task_id)  # the driver reads it now: the outcome comes
             return False
-        return bool(super().cancel())
+        cancelled = bool(super().cancel())
+        dropped = self._dropped
+        if cancelled and dropped is not None:
+            dropped.set()  # its question, if it waits its turn to ask a person, is not asked
+            wake_turns()
+        return cancelled
 
     def __repr__(self) -> str:
         task = f" task={short_id(self.task_id)}" if self.task_id else ""
@@ -178,6 +185,7 @@ class Futures:
         except Exception as exc:
             _resolve(future, None, exc)
             return
+        future._dropped = member.wait.dropped
         pending[member.index] = future  # (one over already is handed out by the next `next_done`)
 
     def close(self) -> None:

@@ -8,7 +8,9 @@ client closes, the wait's pause ends at once and it raises the channel's `closed
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -70,6 +72,7 @@ class TaskWait:
         self.just_answered = False
         self.input_declined = False  # the strategy left some input unanswered: ask again later
         self.terminal: Status | None = None  # the first terminal status seen: the outcome
+        self.dropped = threading.Event()  # set (then `wake_turns()`) by whoever cancels the wait: its future
         # 2025-era sessions: the server asks for input with requests of its own, answered on the
         # thread that reads them; what stops the wait is kept here for the wait's thread.
         self.stopped: Status | Exception | None = None
@@ -130,10 +133,18 @@ class TaskWait:
 
     def _asking(self) -> AbstractContextManager[None]:
         """While input is answered: a question waiting its turn to ask a person keeps to the
-        wait's deadline (then `TaskTimeout`) and leaves when the client closes.
+        wait's deadline (then `TaskTimeout`) and leaves when the client closes or `dropped` is set.
         """
+        return waiting_until(Until(self.deadline, self._timed_out, self._ended))
+
+    def _ended(self) -> BaseException | None:
+        """The error that ends this wait now: the client closing, or the wait cancelled."""
         channel = self.client.channel
-        return waiting_until(Until(self.deadline, channel.closing, self._timed_out, channel.closed_error))
+        if channel.closing.is_set():
+            return channel.closed_error()
+        if self.dropped.is_set():
+            return concurrent.futures.CancelledError(f"the wait on task {short_id(self.task_id)} was cancelled")
+        return None
 
     def _stop(self, why: Status | Exception, message: dict[str, Any], text: str) -> dict[str, Any]:
         self.stopped = why
