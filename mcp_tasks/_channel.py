@@ -91,7 +91,7 @@ class Channel:
         self.transport = transport
         self.settings = settings
         self.capabilities = settings.capabilities
-        self.dispatcher = Dispatcher(settings.input_handlers, settings.on_notification)
+        self.dispatcher = Dispatcher(settings.input_handlers, settings.on_notification, self._closed_now)
         self.tracing = tracing_for(self)  # NO_TRACING unless asked: nothing imported
         self._info = settings.info
         self._envelope = {

@@ -13,8 +13,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
+from mcp_tasks._asking import Until, waiting_until
+from mcp_tasks._clock import Deadline
 from mcp_tasks._errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, McpError
 from mcp_tasks._input import InputHandlers, NoHandler, answer_all, kind_of
 
@@ -52,6 +55,10 @@ def related_task(message: Message) -> str | None:
     return task_id if isinstance(task_id, str) and task_id else None
 
 
+def _no_deadline() -> BaseException:
+    raise AssertionError("a deadline that never passes passed")
+
+
 def error_response(message: Message, error: McpError) -> Message:
     """The JSON-RPC error response to a server request."""
     return {"jsonrpc": "2.0", "id": message.get("id"), "error": error.to_wire()}
@@ -62,8 +69,14 @@ class Dispatcher:
     transport's reader threads deliver while callers claim and release.
     """
 
-    def __init__(self, handlers: InputHandlers, on_notification: NotificationOwner | None = None) -> None:
+    def __init__(
+        self,
+        handlers: InputHandlers,
+        on_notification: NotificationOwner | None = None,
+        ended: Callable[[], BaseException | None] | None = None,
+    ) -> None:
         self._handlers = handlers
+        self._ended = ended  # the error that ends an answer waiting its turn to ask (the client closing)
         self._on_notification = on_notification
         self._lock = threading.Lock()
         self._notifications: dict[str, NotificationOwner] = {}
@@ -134,7 +147,8 @@ class Dispatcher:
     def _answer(self, message: Message) -> Message:
         """The client's input handlers answer (with the same checks as an input_required round)."""
         try:
-            answered = answer_all(self._handlers, {"request": message}, message)
+            with self._waiting():
+                answered = answer_all(self._handlers, {"request": message}, message)
         except NoHandler as missing:
             log.warning("no input handler for the server's %s request; refusing it", missing.kind)
             return error_response(
@@ -146,6 +160,12 @@ class Dispatcher:
             log.exception("the input handler for a %s request failed", message.get("method"))
             return error_response(message, McpError(INTERNAL_ERROR, "The client's input handler failed"))
         return {"jsonrpc": "2.0", "id": message["id"], "result": answered["request"]}
+
+    def _waiting(self) -> AbstractContextManager[None]:
+        """A question waiting its turn to ask a person leaves when the client closes (no deadline)."""
+        if self._ended is None:
+            return nullcontext()
+        return waiting_until(Until(Deadline.never(), _no_deadline, self._ended))
 
     def _warn_deprecated(self, kind: str) -> None:
         """SEP-2577 deprecates sampling and roots: still answered, with a warning once per client."""

@@ -19,6 +19,7 @@ from mcp_tasks._clock import Deadline
 from mcp_tasks._prompt import TextPrompter
 from mcp_tasks.server import Server
 from tests.conftest import Background, mcp_threads
+from tests.foreign.legacy_http_tasks import LegacyHttpTasksServer
 
 NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 
@@ -174,3 +175,20 @@ def test_a_question_that_may_wait_no_longer_leaves_the_queue_and_the_next_comes(
         b.start()
         b.join(30)
     assert [str(e) for e in outcome] == ["closed", "late"] and not turns.held()
+
+
+def test_closing_the_client_releases_a_servers_own_request_queued_for_its_turn() -> None:
+    prompts = Prompts()
+    with LegacyHttpTasksServer() as server:
+        client = mt.Client.http(server.url, input_handlers=mt.InputHandlers.interactive(prompts))
+        try:
+            with turn():
+                # A 2025-era server's request naming no task: the client's handlers answer it.
+                calling = Background(lambda: client.call_tool("ask_plain", timeout=None))
+                assert _TURNS.queued(1, 30)
+                client.close()
+                with pytest.raises(mt.McpError):
+                    calling.result(30)
+            assert prompts.asked == []
+        finally:
+            client.close()
