@@ -17,6 +17,7 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import threading
+import weakref
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -60,7 +61,6 @@ class TaskFuture(concurrent.futures.Future[dict[str, Any]]):
         self.client = client
         self.task_id: str | None = status.task_id if status is not None else None
         self.status: Status | None = status
-        self._dropped: threading.Event | None = None  # its wait's: set when cancelled (see `cancel`)
 
     def cancel(self) -> bool:
         """Ask the server to cancel the task, then read it once: False when the future is done,
@@ -84,10 +84,8 @@ class TaskFuture(concurrent.futures.Future[dict[str, Any]]):
             futures_of(self.client.channel).cue(task_id)  # the driver reads it now: the outcome comes
             return False
         cancelled = bool(super().cancel())
-        dropped = self._dropped
-        if cancelled and dropped is not None:
-            dropped.set()  # its question, if it waits its turn to ask a person, is not asked
-            wake_turns()
+        if cancelled:
+            futures_of(self.client.channel).drop(self)  # its question waiting its turn is not asked
         return cancelled
 
     def __repr__(self) -> str:
@@ -111,6 +109,7 @@ class Futures:
         self._stop = False  # under the watch's lock
         self._group: Group | None = None
         self._thread: threading.Thread | None = None
+        self._drops: weakref.WeakKeyDictionary[TaskFuture, threading.Event] = weakref.WeakKeyDictionary()
 
     def watch_future(self, future: TaskFuture, status: Status, settings: WaitSettings, listen: bool) -> None:
         """Resolve `future` when its task is over (the channel's closed error once closing)."""
@@ -123,6 +122,16 @@ class Futures:
                 group = self._group
                 self._thread = start_thread("futures", lambda: self._run(group))
             self._group.wake()
+
+    def drop(self, future: TaskFuture) -> None:
+        """`future` was cancelled: its wait ends, and a question of its waiting its turn to ask a
+        person leaves the queue.
+        """
+        with self.watch.changed:
+            dropped = self._drops.pop(future, None)
+        if dropped is not None:
+            dropped.set()
+            wake_turns()
 
     def cue(self, task_id: str) -> None:
         """Have the driver read `task_id` now."""
@@ -185,7 +194,7 @@ class Futures:
         except Exception as exc:
             _resolve(future, None, exc)
             return
-        future._dropped = member.wait.dropped
+        self._drops[future] = member.wait.dropped
         pending[member.index] = future  # (one over already is handed out by the next `next_done`)
 
     def close(self) -> None:
