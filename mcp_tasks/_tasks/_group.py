@@ -104,6 +104,7 @@ class Group:
                 wait = TaskWait(self.client, task_id, given, wait_settings, trace)
                 wait.deadline = self.deadline
                 wait.recorder.deadline = self.deadline
+                wait.recorder.ends_later = True  # its end is recorded with the round's others (`_free`)
                 trace.start()
                 member = self._member(wait)
                 member.traced = member.made = True

@@ -171,6 +171,8 @@ class Recorder:
         self.holder = new_holder()
         self.ttl = lease_ttl_of(store)
         self.lease: Lease | None = None
+        self.ends_later = False  # a group's wait: its final status is kept in `final` for `close_all`
+        self.final: Status | None = None
 
     def _hold(self) -> None:
         assert self.store is not None
@@ -210,8 +212,12 @@ class Recorder:
     @_within_deadline
     def read(self, status: Status) -> None:
         """A status the wait saw change. A finished task needs no answer any more: what the
-        ledger holds for it is acknowledged.
+        ledger holds for it is acknowledged. A group's wait (`ends_later`) keeps a final status
+        for `close_all`, which records the ends of a round in one store call.
         """
+        if self.ends_later and status.terminal and self.store is not None:
+            self.final = status
+            return
         record_status(status, self.store)
         if self.store is not None and status.terminal:
             _kept("its answers", self.task_id, self._settle)
@@ -321,6 +327,13 @@ class Recorder:
         _kept("its end", self.task_id, lambda: store.record(attrs.evolve(kept, gone=why)))
         _kept("its answers", self.task_id, self._settle)
 
+    def finish_alone(self) -> None:
+        """Record the `final` status kept for `close_all` as `read` would have, then `close`."""
+        final, self.final, self.ends_later = self.final, None, False
+        if final is not None:
+            self.read(final)
+        self.close()
+
     @_within_deadline
     def close(self) -> None:
         """The wait is over: free its lease, waiting for a busy store `RELEASE_PATIENCE` at most
@@ -355,29 +368,62 @@ def take_all(store: TaskStore | None, task_ids: list[str], deadline: Deadline) -
 
 
 def close_all(recorders: list[Recorder]) -> None:
-    """`Recorder.close` for many waits over: the leases of one store freed in one call with its
-    optional ``release_many`` (one by one without it), waiting for a busy store
-    `RELEASE_PATIENCE` at most (within the waits' deadline).
+    """`Recorder.close` for many waits over, each group's ends (`Recorder.final`) recorded first:
+    those of one store in one call with its optional ``finish_many`` (which also settles their
+    answers and frees their leases), the other leases in one with ``release_many``; one by one
+    without them. A busy store is waited for `RELEASE_PATIENCE` at most (within the deadline).
     """
     by_store: dict[int, list[Recorder]] = {}
     for recorder in {id(recorder): recorder for recorder in recorders}.values():
-        if recorder.store is not None and recorder.lease is not None:
+        if recorder.store is not None and (recorder.lease is not None or recorder.final is not None):
             by_store.setdefault(id(recorder.store), []).append(recorder)
     for batch in by_store.values():
-        first = batch[0]
-        many = getattr(first.store, "release_many", None)
-        if len(batch) < 2 or not callable(many):
-            for recorder in batch:
-                recorder.close()
-            continue
+        ended = [recorder for recorder in batch if recorder.final is not None]
+        freeing = [recorder for recorder in batch if recorder.final is None]
+        _finish_all(ended)
+        _release_all(freeing)
+
+
+def _finish_all(ended: list[Recorder]) -> None:
+    if not ended:
+        return
+    first = ended[0]
+    many = getattr(first.store, "finish_many", None)
+    if not callable(many):
+        for recorder in ended:
+            recorder.finish_alone()
+        return
+    ends = []
+    for recorder in ended:
+        held = recorder.lease is not None
+        recorder.stop_renewing()
+        final, recorder.final = recorder.final, None  # recorded once, however often the group closes
+        assert final is not None
+        ends.append((recorder.task_id, final, recorder.holder if held else None))
+    try:
+        with store_deadline(first.deadline.at), store_deadline(time.monotonic() + RELEASE_PATIENCE):
+            many(ends)
+    except StoreError as exc:  # left unfinished in the store: a later wait (or `adopt`) reads their end again
+        log.warning("could not record the end of %d tasks: %s", len(ends), exc)
+
+
+def _release_all(batch: list[Recorder]) -> None:
+    if not batch:
+        return
+    first = batch[0]
+    many = getattr(first.store, "release_many", None)
+    if len(batch) < 2 or not callable(many):
         for recorder in batch:
-            recorder.stop_renewing()
-        leases = [(recorder.task_id, recorder.holder) for recorder in batch]
-        try:
-            with store_deadline(first.deadline.at), store_deadline(time.monotonic() + RELEASE_PATIENCE):
-                many(leases)
-        except StoreError as exc:  # the leases free themselves when this process ends or their ttl passes
-            log.warning("could not free the leases of %d tasks: %s", len(leases), exc)
+            recorder.close()
+        return
+    for recorder in batch:
+        recorder.stop_renewing()
+    leases = [(recorder.task_id, recorder.holder) for recorder in batch]
+    try:
+        with store_deadline(first.deadline.at), store_deadline(time.monotonic() + RELEASE_PATIENCE):
+            many(leases)
+    except StoreError as exc:  # the leases free themselves when this process ends or their ttl passes
+        log.warning("could not free the leases of %d tasks: %s", len(leases), exc)
 
 
 def release_all(store: TaskStore | None, holder: str, task_ids: set[str]) -> None:
