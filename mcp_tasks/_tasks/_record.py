@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RESUMING",
+    "Claim",
     "Recorder",
     "close_all",
     "endpoint_of",
@@ -140,6 +141,16 @@ def record_status(status: Status, store: TaskStore | None, deadline: Deadline | 
             _kept("its status", status.task_id, lambda: store.update(status.task_id, status))
 
 
+@attrs.frozen
+class Claim:
+    """Leases `holder` took for waits about to begin (`store.claim`, `take_all`), and when: `at`
+    (monotonic), read before the store call that took them, where their renewal clock starts.
+    """
+
+    holder: str
+    at: float
+
+
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -174,26 +185,26 @@ class Recorder:
         self.ends_later = False  # a group's wait: its final status is kept in `final` for `close_all`
         self.final: Status | None = None
 
-    def _hold(self) -> None:
+    def _hold(self, taken_at: float | None = None) -> None:
         assert self.store is not None
         if self.renewer is None:
             self.renewer = Renewer()  # a recorder of no client's
-        self.lease = self.renewer.hold(self.store, self.task_id, self.holder, self.ttl)
+        self.lease = self.renewer.hold(self.store, self.task_id, self.holder, self.ttl, taken_at)
 
     @_within_deadline
-    def take(self, claimed: str | None = None, *, asked: bool = False) -> None:
+    def take(self, claimed: Claim | None = None, *, asked: bool = False) -> None:
         """The wait begins: take the task's lease when it is free, before the first read, and
         keep it renewed while the wait waits (a wait that cannot take it reads, and answers
         nothing until it frees). `claimed`: the holder that already took it (`store.claim`,
-        `take_all`), whose lease this wait holds as its own; `asked`: `take_all` asked for it
-        and did not get it (read only, nothing more to ask now).
+        `take_all`), whose lease this wait holds as its own, renewed on the clock of the claim;
+        `asked`: `take_all` asked for it and did not get it (read only, nothing more to ask now).
         """
         store = self.store
         if store is None:
             return
         if claimed is not None:
-            self.holder = claimed
-            self._hold()
+            self.holder = claimed.holder
+            self._hold(claimed.at)
             return
         if asked:
             log.debug("task %s is leased by another wait: reading only", short_id(self.task_id))
@@ -346,25 +357,25 @@ class Recorder:
                 _kept("the end of its lease", self.task_id, lambda: store.release(self.task_id, self.holder))
 
 
-def take_all(store: TaskStore | None, task_ids: list[str], deadline: Deadline) -> tuple[str, set[str]] | None:
+def take_all(store: TaskStore | None, task_ids: list[str], deadline: Deadline) -> tuple[Claim, set[str]] | None:
     """The leases of many waits about to begin, taken in one call with the store's optional
-    ``acquire_many`` for one new holder: that holder and the ids it took (none when the store
+    ``acquire_many`` for one new holder: its claim and the ids it took (none when the store
     failed: the waits read only for now, as `Recorder.take`'s). None without a store, with one
     task, or a store without ``acquire_many``: then each wait takes its own.
     """
     many = getattr(store, "acquire_many", None)
     if store is None or not callable(many) or len(set(task_ids)) < 2:
         return None
-    holder = new_holder()
+    claim = Claim(new_holder(), time.monotonic())
     try:
         with store_deadline(deadline.at), best_effort():
-            taken = many(task_ids, holder, lease_ttl_of(store))
+            taken = many(task_ids, claim.holder, lease_ttl_of(store))
         if not isinstance(taken, (set, frozenset, list, tuple)):
             raise StoreError(f"acquire_many returned {type(taken).__name__}, not a set of task ids")
     except StoreError as exc:
         log.info("could not take the leases of %d tasks yet: %s", len(task_ids), exc)
-        return holder, set()
-    return holder, {task_id for task_id in taken if task_id in task_ids}
+        return claim, set()
+    return claim, {task_id for task_id in taken if task_id in task_ids}
 
 
 def close_all(recorders: list[Recorder]) -> None:
