@@ -230,3 +230,29 @@ def test_ends_the_store_cannot_record_are_said_and_left_for_a_later_wait(
     assert "could not record the end of" in caplog.text and "the store went away" in caplog.text
     assert len(store.unfinished()) == 3  # not lost: a later wait (or adopt) reads their end again
     client.close()
+
+
+class Gated(Tallied):
+    """A tallied store whose single `acquire` waits for `go` (the futures' driver held at it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered, self.go = threading.Event(), threading.Event()
+
+    def acquire(self, task_id: str, holder: str, ttl: float) -> bool:
+        self.entered.set()
+        assert self.go.wait(30)
+        return super().acquire(task_id, holder, ttl)
+
+
+def test_futures_submitted_while_the_driver_is_busy_take_their_leases_in_one_call(harness: Harness) -> None:
+    store = Gated()
+    client = harness.client(server={"poll_interval": 0.05}, store=store)
+    first = mt.submit(client, "slow_compute", {"label": "first"})
+    assert store.entered.wait(30)  # the driver takes the first one's lease alone
+    rest = [mt.submit(client, "slow_compute", {"label": str(i)}) for i in range(5)]
+    store.go.set()
+    assert all(f.result(timeout=30)["content"] for f in [first, *rest])
+    assert store.calls.count("acquire") == 1 and store.calls.count("acquire_many") == 1
+    assert store.unfinished() == [] and store._leases == {}
+    client.close()

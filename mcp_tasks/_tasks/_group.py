@@ -81,10 +81,12 @@ class Group:
         listen: bool | None = None,
         *,
         claimed: Claim | None = None,
+        taken: tuple[Claim, set[str]] | None = None,
     ) -> list[Member]:
         """Start waiting for `tasks` (ids or Statuses), with the group's settings and listen, or
         these; each wait takes its task's lease in a store when it is free, or holds the one
-        `claimed` (from `store.claim`) as its own.
+        `claimed` (from `store.claim`) as its own, or the one in `taken` (`take_all`'s, made by
+        the caller for these tasks and others: those this call holds leave its set).
         """
         listen = self.listen if listen is None else listen
         added: list[Member] = []
@@ -94,7 +96,7 @@ class Group:
         wait_settings = settings or self.settings
         ids = [task_id_of(task) for task in tasks]
         store = store_of(self.client, wait_settings.store)
-        batch = None if claimed is not None else take_all(store, ids, self.deadline)
+        batch = taken if taken is not None or claimed is not None else take_all(store, ids, self.deadline)
         try:
             for task, task_id in zip(tasks, ids, strict=True):
                 given = task if isinstance(task, Status) else None
@@ -124,7 +126,7 @@ class Group:
                 else:
                     self._schedule(member, self._first_read(wait, given, listen))
         except BaseException:
-            if batch is not None and batch[1]:  # the leases taken for waits never made
+            if taken is None and batch is not None and batch[1]:  # the leases taken for waits never made
                 release_all(store, batch[0].holder, batch[1])
             raise
         if streamed:
