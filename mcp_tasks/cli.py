@@ -23,6 +23,7 @@ from mcp_tasks._cli_hints import in_cli_terms
 from mcp_tasks._cli_ids import ambiguous, is_short_form, matching
 from mcp_tasks._cli_parser import UsageError, build_parser
 from mcp_tasks._cli_store import (
+    close_store,
     find_task,
     list_tasks,
     lookup_store,
@@ -385,6 +386,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except StoreError as exc:
         return _fail(console, EXIT_ERROR, str(exc), debug)
     finally:
+        close_store(args)
         tracing.stop()
         console.close()
 
