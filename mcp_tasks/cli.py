@@ -374,7 +374,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (TaskFailed, TaskCancelled, InputRequired) as exc:
         return _fail(console, _outcome_code(exc), str(exc), debug)
     except McpError as exc:
-        said = redact_ids(str(exc), state.get("task_id"))  # the server's text may quote the id
+        # The server's text, exact (--json keeps it so; the line shown is escaped); it may quote the id.
+        said = redact_ids(exc.message, state.get("task_id"))
         if "task_id" in state and is_no_such_task(exc):
             message = (
                 f"no such task {short_id(state['task_id'])} on this server (expired, mistyped, or another session's)"
