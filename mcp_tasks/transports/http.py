@@ -86,16 +86,11 @@ from mcp_tasks.transports._answers import HttpStream, SingleMessage, json_answer
 from mcp_tasks.transports._base import Message, RequestId, Sent, Stream, Transport, request_ids
 from mcp_tasks.transports._body import Response
 from mcp_tasks.transports._failures import check_status, rpc_error
-from mcp_tasks.transports._get_stream import GetStreamHolder
+from mcp_tasks.transports._get_stream import GetResponse, GetStreamHolder
 from mcp_tasks.transports._headers import message_headers
+from mcp_tasks.transports._resume import Awaited, StreamMark, resume_answer
 from mcp_tasks.transports._sender import AUTO_POOL_SIZE, Sender
-from mcp_tasks.transports._session import (
-    Awaited,
-    GetResponse,
-    LegacySession,
-    StreamMark,
-    resume_answer,
-)
+from mcp_tasks.transports._session import LegacySession
 from mcp_tasks.transports._sse import MAX_EVENT
 from mcp_tasks.transports._watchdog import Watch, Watchdog, current, watching
 
@@ -428,7 +423,7 @@ class HttpTransport(Transport):
         found = awaited.outcome()
         if found is not None:
             return found
-        if self._legacy.active and mark.last_id is not None:  # resumable: see transports/_session.py
+        if self._legacy.active and mark.last_id is not None:  # resumable: see transports/_resume.py
             return resume_answer(
                 self._open_get,
                 self._legacy.headers("GET"),
