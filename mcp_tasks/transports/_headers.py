@@ -1,9 +1,13 @@
 """The headers a Streamable HTTP message carries of its own, for `HttpTransport`.
 
+Headers follow the spec: ``MCP-Protocol-Version``, ``Mcp-Method``, and ``Mcp-Name`` (the tool
+name, the uri, or ``params.taskId`` on tasks/get, tasks/update and tasks/cancel), in the
+``=?base64?…?=`` form when a value is not plain visible ASCII; ``Mcp-Param-*`` headers come from
+the client for tools whose arguments are annotated ``x-mcp-header``. A handshake session's
+requests carry its own headers instead (see `transports._session`).
+
 A module of its own because the spec's mapping from a message to its headers is one idea, apart
-from how the message is sent (`transports._sender`) and what its answer means
-(`transports.http`): ``MCP-Protocol-Version``, ``Mcp-Method`` and ``Mcp-Name`` on a 2026-07-28
-connection, a 2025-era session's own headers on a handshake session (see `transports._session`).
+from how the message is sent (`transports._sender`) and what its answer means (`transports.http`).
 """
 
 from __future__ import annotations

@@ -18,6 +18,8 @@ from typing import Any
 
 from mcp_tasks._clock import Deadline, wait_sliced
 from mcp_tasks._errors import McpError, RequestTimeout, TransportError
+from mcp_tasks._wire import valid_id
+from mcp_tasks.transports._base import RequestId, request_ids
 from mcp_tasks.transports._failures import describe
 from mcp_tasks.transports._get_stream import (
     DEFAULT_RECONNECT,
@@ -29,7 +31,7 @@ from mcp_tasks.transports._get_stream import (
 )
 from mcp_tasks.transports._sse import SseDecoder, SseEvent
 
-__all__ = ["Awaited", "StreamMark", "resume_answer"]
+__all__ = ["Awaited", "AwaitedRequests", "StreamMark", "resume_answer"]
 
 log = logging.getLogger("mcp_tasks")
 
@@ -119,6 +121,54 @@ class Awaited:
         if self._aborted:
             raise TransportError("the client is closed")
         return self._answer
+
+
+class AwaitedRequests:
+    """The requests of one transport waiting for their answers, by id: where a response that came
+    another way finds its request (`answer`), and where `abort` fails them all at the end.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._waiting: dict[object, Awaited] = {}
+        self._closed = False
+
+    def add(self, request_id: Any) -> Awaited:
+        """A request now waiting; `TransportError` once `abort` ran."""
+        awaited = Awaited(request_id)
+        with self._lock:
+            if self._closed:
+                raise TransportError("the client is closed")
+            self._waiting[request_id] = awaited
+        return awaited
+
+    def remove(self, awaited: Awaited) -> None:
+        """The request no longer waits (a newer one with its id is kept)."""
+        with self._lock:
+            if self._waiting.get(awaited.request_id) is awaited:
+                del self._waiting[awaited.request_id]
+
+    def ids(self) -> frozenset[RequestId]:
+        """The ids of the requests waiting (see `Transport.in_flight`)."""
+        with self._lock:
+            return request_ids(self._waiting)
+
+    def answer(self, message: dict[str, Any]) -> bool:
+        """`message`, a response that came another way, answers the request still waiting for it
+        (False when none is).
+        """
+        key = message.get("id")
+        with self._lock:
+            awaited = self._waiting.get(key) if valid_id(key) else None
+        return awaited is not None and awaited.answered(message)
+
+    def abort(self) -> None:
+        """The transport is closing: every request waiting fails, and no other may wait."""
+        with self._lock:
+            self._closed = True
+            waiting = list(self._waiting.values())
+        for awaited in waiting:
+            awaited.abort()
 
 
 def resume_answer(

@@ -1,12 +1,9 @@
 """Streamable HTTP (2026-07-28): each message is one POST; the answer is a JSON body, or an SSE
 stream of request-scoped notifications ending with the response.
 
-Headers follow the spec: ``MCP-Protocol-Version``, ``Mcp-Method``, and ``Mcp-Name`` (the tool
-name, the uri, or ``params.taskId`` on tasks/get, tasks/update and tasks/cancel), in the
-``=?base64?…?=`` form when a value is not plain visible ASCII; ``Mcp-Param-*`` headers come from
-the client for tools whose arguments are annotated ``x-mcp-header``. `transports._headers` is
-the one place headers are built, `HttpTransport._send` the one place a POST goes out (by way of
-`transports._sender`, which takes it to the wire).
+Headers follow the spec (``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name``, ``Mcp-Param-*``):
+`transports._headers` is the one place they are built, `HttpTransport._send` the one place a
+POST goes out (by way of `transports._sender`, which takes it to the wire).
 
 **The layout.** This module is the Streamable HTTP semantics (the paths a message takes,
 sessions, what to do with each answer); `transports._headers` builds a message's headers;
@@ -81,14 +78,14 @@ from requests.auth import AuthBase
 from mcp_tasks._clock import Deadline
 from mcp_tasks._errors import McpError, SessionExpired, TransportError
 from mcp_tasks._wire import dumps as dump_json
-from mcp_tasks._wire import malformed, valid_id
+from mcp_tasks._wire import malformed
 from mcp_tasks.transports._answers import HttpStream, SingleMessage, json_answer, messages
-from mcp_tasks.transports._base import Message, RequestId, Sent, Stream, Transport, request_ids
+from mcp_tasks.transports._base import Message, RequestId, Sent, Stream, Transport
 from mcp_tasks.transports._body import Response
 from mcp_tasks.transports._failures import check_status, rpc_error
 from mcp_tasks.transports._get_stream import GetResponse, GetStreamHolder
 from mcp_tasks.transports._headers import message_headers
-from mcp_tasks.transports._resume import Awaited, StreamMark, resume_answer
+from mcp_tasks.transports._resume import Awaited, AwaitedRequests, StreamMark, resume_answer
 from mcp_tasks.transports._sender import AUTO_POOL_SIZE, Sender
 from mcp_tasks.transports._session import LegacySession
 from mcp_tasks.transports._sse import MAX_EVENT
@@ -160,11 +157,11 @@ class HttpTransport(Transport):
         self._legacy = LegacySession()
         if session_id is not None:
             self._legacy.join(session_id)
-        self._pending: dict[object, Awaited] = {}
+        self._pending = AwaitedRequests()
         self._get_stream = GetStreamHolder(
             self._open_get,
             lambda message: self._take_pushed(message, None),
-            self._answer_elsewhere,
+            self._pending.answer,
             self._watchdog,
             str(id(self))[-6:],
         )
@@ -176,12 +173,9 @@ class HttpTransport(Transport):
         session's GET stream can hand it an answer, and `close` can cut it.
         """
         self._await_get_stream(deadline)
-        key = message["id"]
-        awaited = Awaited(key)
-        with self._lock:
-            if self._closed:
-                raise TransportError("the client is closed")
-            self._pending[key] = awaited
+        if self._closed:
+            raise TransportError("the client is closed")
+        awaited = self._pending.add(message["id"])
         watch = self._watchdog.watch(deadline)
         try:
             with watching(watch):
@@ -193,9 +187,7 @@ class HttpTransport(Transport):
             return found
         finally:
             watch.close()
-            with self._lock:
-                if self._pending.get(key) is awaited:
-                    del self._pending[key]
+            self._pending.remove(awaited)
 
     def _exchange(
         self, message: Message, deadline: Deadline, headers: Mapping[str, str] | None, sent: Sent, awaited: Awaited
@@ -215,8 +207,7 @@ class HttpTransport(Transport):
     @property
     def in_flight(self) -> frozenset[RequestId]:
         """See `Transport.in_flight`."""
-        with self._lock:
-            return request_ids(self._pending)
+        return self._pending.ids()
 
     @property
     def session_id(self) -> str | None:
@@ -301,9 +292,7 @@ class HttpTransport(Transport):
                 return
             self._closed = True
             streams = list(self._streams)
-            pending = list(self._pending.values())
-        for awaited in pending:
-            awaited.abort()
+        self._pending.abort()
         for stream in streams:
             stream.close()
         self._get_stream.close()
@@ -342,15 +331,6 @@ class HttpTransport(Transport):
         # deadline when an answer is resumed).
         chunks = iter(lambda: response.chunk(None, keep_timeout=True), b"")
         return GetResponse(response.status, chunks, response.sock, response.finish)
-
-    def _answer_elsewhere(self, message: Message) -> bool:
-        """A response on the session's GET stream: the answer of the request still waiting for it
-        (False when none is).
-        """
-        key = message.get("id")
-        with self._lock:
-            awaited = self._pending.get(key) if valid_id(key) else None
-        return awaited is not None and awaited.answered(message)
 
     def _await_get_stream(self, deadline: Deadline) -> None:
         """Hold a request back until the session's GET stream has an answer (at most
