@@ -159,12 +159,10 @@ class GetStream:
                         retry = event.retry
                     if event.event == "message" and event.data.strip():
                         self._take(event.data)
-                pending_retry = getattr(decoder, "_retry", None)
-                if isinstance(pending_retry, int):
-                    retry = pending_retry
-                pending_id = getattr(decoder, "_last_id", None)
-                if isinstance(pending_id, str):
-                    self._last_id = pending_id
+                if decoder.retry is not None:
+                    retry = decoder.retry
+                if decoder.last_id is not None:
+                    self._last_id = decoder.last_id
         except Exception as exc:
             if not self._stop.is_set():
                 log.debug("the GET stream broke: %s", describe(exc))
