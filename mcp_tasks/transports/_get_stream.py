@@ -1,7 +1,7 @@
 """The 2025-era session's GET stream, for `HttpTransport`: a worker that keeps it open (reconnecting
 after a drop, with ``Last-Event-ID`` and the server's ``retry:`` delay) and hands each message on,
-and the holder that keeps one at a time (a new session's replacing the old one's), held back for by
-a session's first request, cut and joined at the end.
+and the holder that keeps one at a time (a new session's replacing the old one's), which a
+session's first request waits for, cut and joined at the end.
 
 A module of its own because the standing stream is a job apart from the session's headers
 (`transports._session`) and from sending messages and reading their answers (`transports.http`).
@@ -213,7 +213,7 @@ class GetStreamHolder:
                 return
             self._watch = watch = self._watchdog.watch(None)
             self._stream = GetStream(
-                lambda headers: self._open_get(headers, watch),
+                lambda sent: self._open_get(sent, watch),
                 self._deliver,
                 self._answer,
                 headers,

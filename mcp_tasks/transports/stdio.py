@@ -15,6 +15,9 @@ Nothing here blocks a caller past its deadline, and `close()` is bounded whateve
   or uvx and the grandchildren they start — with SIGTERM, then SIGKILL.
 - A transport that is never closed ends its server when it is garbage-collected or at interpreter
   exit, with a `ResourceWarning`, as `subprocess.Popen` warns.
+
+This module is the `Transport` the client talks to; `transports._stdio_connection` holds the pipes
+and the threads above, `transports._process` starts the server's process group and ends it.
 """
 
 from __future__ import annotations
