@@ -2,11 +2,13 @@
 on the reference server (a process of its own, over HTTP). Not a test: it prints a table.
 
     python bench/fleet.py [--workers 4] [--tasks 2500] [--seconds 3] [--stores none,sqlite,postgres]
-                          [--postgres CONNINFO] [--lease 3]
+                          [--apis wait_all,submit] [--postgres CONNINFO] [--lease 3]
 
-Each worker starts its M tasks on a client with the store, then waits for them (`mt.wait_all`,
-the shared stream): every wait takes its task's lease, renews it, records each status and frees
-it. Rows, one per store:
+Each worker starts its M tasks on a client with the store and waits for them, in one of two
+ways (`--apis`): `wait_all`, all started, then waited for together (the shared stream; the tasks
+that ended meanwhile are read once each); `submit`, a future per task, followed from its start.
+Every wait takes its task's lease, renews it, records its end and frees it. Rows, one per way and
+store:
 
   none      the same workers without a store (the baseline)
   sqlite    one SQLite file on this machine
@@ -107,15 +109,23 @@ def open_location(location: str, lease: float | None = None) -> Any:
 # -- the workers -----------------------------------------------------------------------------------
 
 
-def worker(url: str, location: str, tasks: int, seconds: float) -> None:
-    """One worker process: start `tasks` naps, wait for them all; print a JSON line."""
+def worker(url: str, location: str, tasks: int, seconds: float, api: str) -> None:
+    """One worker process: start `tasks` naps and wait for them all, with `api` ("wait_all":
+    start them all, then wait; "submit": a future each, followed from its start); print a JSON
+    line.
+    """
     inner = open_location(location)
     store = Counting(inner) if inner is not None else None
     with mt.Client.http(url, timeout=120, store=store) as client:
-        made = [mt.call_tool(client, "nap", {"seconds": seconds}) for _ in range(tasks)]
-        statuses = mt.wait_all(client, [t for t in made if isinstance(t, mt.Status)], timeout=900)
+        if api == "submit":
+            futures = [mt.submit(client, "nap", {"seconds": seconds}) for _ in range(tasks)]
+            results = [future.result(timeout=900) for future in futures]
+        else:
+            made = [mt.call_tool(client, "nap", {"seconds": seconds}) for _ in range(tasks)]
+            statuses = mt.wait_all(client, [t for t in made if isinstance(t, mt.Status)], timeout=900)
+            results = [mt.outcome(status) for status in statuses]
         ended = time.monotonic()
-    done_at = max(mt.outcome(s)["structuredContent"]["done_at"] for s in statuses)
+    done_at = max(result["structuredContent"]["done_at"] for result in results)
     calls, cpu = (dict(store.calls), store.cpu) if store is not None else ({}, 0.0)
     row = {"ended": ended, "done_at": done_at, "calls": calls, "cpu": cpu}
     print(json.dumps(row), flush=True)
@@ -178,9 +188,9 @@ def served() -> Iterator[str]:
         process.wait(10)
 
 
-def fleet_run(url: str, location: str, workers: int, tasks: int, seconds: float) -> dict[str, Any]:
+def fleet_run(url: str, location: str, workers: int, tasks: int, seconds: float, api: str) -> dict[str, Any]:
     started = time.monotonic()
-    processes = [spawn("--worker", url, location, str(tasks), str(seconds)) for _ in range(workers)]
+    processes = [spawn("--worker", url, location, str(tasks), str(seconds), api) for _ in range(workers)]
     rows = []
     for process in processes:
         out, _ = process.communicate()
@@ -234,15 +244,16 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=2500)
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--stores", default="none,sqlite,postgres")
+    parser.add_argument("--apis", default="wait_all,submit", help="how workers wait: wait_all, submit, or both")
     parser.add_argument("--postgres", default=None, help="a PostgreSQL conninfo (default: a cluster of its own)")
     parser.add_argument("--lease", type=float, default=3.0, help="the lease of the killed worker's tasks (s)")
-    parser.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
     parser.add_argument("--victim", nargs=5, help=argparse.SUPPRESS)
     parser.add_argument("--adopter", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        url, location, tasks, seconds = args.worker
-        return worker(url, location, int(tasks), float(seconds))
+        url, location, tasks, seconds, api = args.worker
+        return worker(url, location, int(tasks), float(seconds), api)
     if args.victim:
         url, location, tasks, seconds, lease = args.victim
         return victim(url, location, int(tasks), float(seconds), float(lease))
@@ -251,27 +262,31 @@ def main() -> None:
         return adopter(location, int(wanted), float(lease))
     stores = args.stores.split(",")
     print(f"{args.workers} workers x {args.tasks} tasks of {args.seconds:g} s; the server polls every {POLL_INTERVAL}s")
-    print(f"{'store':9} {'late s':>7} {'wall/none':>9} {'store cpu ms/task':>17} {'trips/task':>10}  by method")
+    heads = f"{'late s':>7} {'wall/none':>9} {'store cpu ms/task':>17} {'trips/task':>10}"
+    print(f"{'api':8} {'store':9} {heads}  by method")
     with (
         tempfile.TemporaryDirectory() as folder,
         postgres_cluster() if ("postgres" in stores and args.postgres is None) else _given(args.postgres) as postgres,
     ):
         locations = {"none": "none", "sqlite": str(Path(folder) / "fleet.sqlite3"), "postgres": postgres}
-        base = None
         with served() as url:
-            for store in stores:
-                location = locations.get(store)
-                if location is None:
-                    print(f"{store:9} (skipped: no PostgreSQL)")
-                    continue
-                row = fleet_run(url, location, args.workers, args.tasks, args.seconds)
-                base = base or (row if store == "none" else None)
-                walls = f"{row['wall'] / base['wall']:.2f}" if base else "-"
-                print(
-                    f"{store:9} {row['late']:7.2f} {walls:>9} {row['cpu_ms']:17.3f} {row['trips']:10.2f}  "
-                    f"{row['by_method']}",
-                    flush=True,
-                )
+            for api in args.apis.split(","):
+                base = None
+                for store in stores:
+                    location = locations.get(store)
+                    if location is None:
+                        print(f"{api:8} {store:9} (skipped: no PostgreSQL)")
+                        continue
+                    if store == "sqlite":
+                        location = str(Path(folder) / f"fleet-{api}.sqlite3")
+                    row = fleet_run(url, location, args.workers, args.tasks, args.seconds, api)
+                    base = base or (row if store == "none" else None)
+                    walls = f"{row['wall'] / base['wall']:.2f}" if base else "-"
+                    print(
+                        f"{api:8} {store:9} {row['late']:7.2f} {walls:>9} {row['cpu_ms']:17.3f} "
+                        f"{row['trips']:10.2f}  {row['by_method']}",
+                        flush=True,
+                    )
             for store in stores:
                 location = locations.get(store)
                 if store == "none" or location is None:

@@ -30,6 +30,7 @@ from mcp_tasks._errors import (
     TransportError,
 )
 from mcp_tasks._input import InputHandlers
+from mcp_tasks._logs import install as _escape_log_lines
 from mcp_tasks._oauth import FileTokenStore, MemoryTokenStore, OAuth, TokenStore
 from mcp_tasks._options import ClientOptions
 from mcp_tasks._progress import SetProgress, SetSnapshot
@@ -140,3 +141,6 @@ for _name in __all__:
     if isinstance(_public, type) and _public.__module__.startswith("mcp_tasks."):
         _public.__module__ = "mcp_tasks"
 del _name, _public
+
+_escape_log_lines()  # no log line of the library carries a server's raw control characters
+del _escape_log_lines

@@ -1,9 +1,10 @@
 """The channel: what sits between the public `Client` and its `Transport`.
 
 It negotiates the era once, under the caller's deadline and one lock, and publishes the
-`Agreement` in one assignment when the negotiation is complete; it builds every message (ids, the
-2026-07-28 ``_meta`` envelope, or a 2025-era session's bare params); it runs a request's
-input_required rounds; and its `Dispatcher` gives each message the server sends of its own accord
+`Agreement` in one assignment when the negotiation is complete (`_negotiation`); it has every
+message built and sent (ids, the 2026-07-28 ``_meta`` envelope, or a 2025-era session's bare
+params: `_requester`); it runs a request's input_required rounds, and sets an expired 2025-era
+session up again; and its `Dispatcher` gives each message the server sends of its own accord
 to the one owner registered for it. It knows nothing of tasks: the tasks code keeps its state in
 an attachment (`attachment`) and registers its owners on the dispatcher.
 
@@ -16,22 +17,12 @@ extension also waits on).
 
 from __future__ import annotations
 
-import itertools
 import logging
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, TypeVar
 
-from mcp_tasks._agreement import (
-    LEGACY_VERSION,
-    Agreement,
-    from_discover,
-    from_initialize,
-    is_handshake_refusal,
-    joined,
-    offer,
-    pinned_modern,
-)
+from mcp_tasks._agreement import Agreement
 from mcp_tasks._asking import Until, waiting_until, wake_turns
 from mcp_tasks._clock import Deadline, pause
 from mcp_tasks._dispatch import Dispatcher, RequestOwner
@@ -39,18 +30,19 @@ from mcp_tasks._errors import (
     HEADER_MISMATCH,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
-    UNSUPPORTED_PROTOCOL_VERSION,
     McpError,
     ProtocolError,
     RequestTimeout,
     SessionExpired,
     TransportError,
-    name_request,
     redact_request,
 )
 from mcp_tasks._input import NoHandler, answer_all
+from mcp_tasks._negotiation import Negotiation
 from mcp_tasks._options import ClientSettings
+from mcp_tasks._requester import Envelope, Requester
 from mcp_tasks._subscription import Event, Subscription
+from mcp_tasks._tool_headers import ToolHeaders
 from mcp_tasks._trace_hook import tracing_for
 from mcp_tasks._wire import (
     EXTENSION_RESULT_TYPES,
@@ -59,12 +51,8 @@ from mcp_tasks._wire import (
     META_PROTOCOL_VERSION,
     PROTOCOL_VERSION,
     declares_extension,
-    decode_response,
     malformed,
     merge_meta,
-    notification,
-    param_header_values,
-    param_headers,
     request,
 )
 from mcp_tasks.transports._base import Transport
@@ -78,12 +66,6 @@ STATE_ONLY_PACE = 0.25
 T = TypeVar("T")
 
 
-class Envelope(dict[str, Any]):
-    """A request's whole ``_meta``, merged once (`Channel.envelope`) and sent as it is: a wait
-    that polls for minutes merges its meta once, not on every poll.
-    """
-
-
 class Channel:
     """One client's conversation with its server over one transport. Safe to share between threads."""
 
@@ -93,17 +75,14 @@ class Channel:
         self.capabilities = settings.capabilities
         self.dispatcher = Dispatcher(settings.input_handlers, settings.on_notification, self._closed_now)
         self.tracing = tracing_for(self)  # NO_TRACING unless asked: nothing imported
-        self._info = settings.info
         self._envelope = {
             META_PROTOCOL_VERSION: PROTOCOL_VERSION,
             META_CLIENT_CAPABILITIES: self.capabilities,
-            META_CLIENT_INFO: self._info,
+            META_CLIENT_INFO: settings.info,
         }
-        self._ids = itertools.count(1)  # next() on a count is atomic under the GIL
-        self._negotiating = threading.Lock()
-        self._agreement: Agreement | None = None
-        self._joining = transport.session_id  # a 2025-era session made elsewhere, to join as it is
-        self._tool_headers: dict[str, dict[str, str] | None] = {}
+        self._tool_headers = ToolHeaders()
+        self._requester = Requester(transport, self._envelope, self.dispatcher, self.tracing, self._tool_headers)
+        self._negotiation = Negotiation(transport, settings, self._requester)
         self._attachments: dict[type[Any], Any] = {}
         self._attaching = threading.Lock()
         self.closing = threading.Event()
@@ -118,84 +97,23 @@ class Channel:
     @property
     def agreed(self) -> Agreement | None:
         """The agreement, or None before the first negotiation completed (never half of one)."""
-        return self._agreement
+        return self._negotiation.agreed
 
     def agree(self, deadline: Deadline) -> Agreement:
         """The agreement, negotiated within `deadline` if there is none yet (one thread does it;
         the others wait for it, within their own deadlines).
         """
-        agreed = self._agreement
-        if agreed is not None:
-            return agreed
-        if not self._negotiating.acquire(timeout=deadline.step() or -1):
-            raise RequestTimeout(deadline.timeout or 0.0, "Timed out waiting for the connection's handshake")
-        try:
-            agreed = self._agreement
-            if agreed is None:
-                agreed = self._negotiate(deadline)
-                self._agreement = agreed  # published whole, once the handshake is complete
-            return agreed
-        finally:
-            self._negotiating.release()
+        return self._negotiation.agree(deadline)
 
     def forget(self, seen: Agreement) -> None:
         """Drop agreement `seen` (its session expired): the next request negotiates again. A newer
         agreement that another thread made meanwhile is kept.
         """
-        with self._negotiating:
-            if self._agreement is seen:
-                self._agreement = None
-
-    def _negotiate(self, deadline: Deadline) -> Agreement:
-        protocol = self.settings.protocol
-        if self._joining is not None and self.transport.session_id == self._joining:
-            # A 2025-era session made by another client: join it as it is, no handshake.
-            if protocol == PROTOCOL_VERSION:
-                raise ValueError("a session id joins a 2025-era session: protocol cannot be 2026-07-28")
-            version = LEGACY_VERSION if protocol == "auto" else protocol
-            self.transport.begin_session(version)
-            log.debug("joined an existing %s session", version)
-            return joined(version)
-        if protocol == PROTOCOL_VERSION:
-            return pinned_modern()
-        if protocol == "auto":
-            try:
-                result = self._exchange_modern("server/discover", {}, deadline, None, None, True)
-            except McpError as exc:
-                if not is_handshake_refusal(exc):
-                    raise
-                log.debug("server/discover refused (%s): a handshake server", exc)
-            else:
-                if isinstance(result.get("supportedVersions"), list):
-                    return from_discover(result)
-                # A server that answers any method with {} does not know server/discover.
-                log.debug("server/discover answered without supportedVersions: a handshake server")
-        return self._handshake(deadline)
-
-    def _handshake(self, deadline: Deadline) -> Agreement:
-        """``initialize``, then the session's headers, then ``notifications/initialized``."""
-        offered = offer(self.settings.protocol)
-        params = {"protocolVersion": offered, "capabilities": self.capabilities, "clientInfo": self._info}
-        message = request(self._next_id(), "initialize", params)
-        log.debug("-> initialize #%s offering %s", message["id"], offered)
-        try:
-            result = decode_response(self.transport.request(message, deadline))
-        except McpError as exc:
-            name_request(exc, "initialize")
-            raise
-        agreed = from_initialize(result, offered, self.settings.protocol, self.capabilities)
-        self.transport.begin_session(agreed.version)
-        self.transport.notify(notification("notifications/initialized"), deadline)
-        log.debug("handshake done: %s, server %s", agreed.version, agreed.server_info.get("name"))
-        return agreed
+        self._negotiation.forget(seen)
 
     def discover(self, deadline: Deadline) -> Agreement:
         """Send ``server/discover`` on a modern connection and publish what it says."""
-        result = self._exchange_modern("server/discover", {}, deadline, None, None, True)
-        agreed = from_discover(result)
-        with self._negotiating:
-            self._agreement = agreed
-        return agreed
+        return self._negotiation.discover(deadline)
 
     # -- requests -----------------------------------------------------------------------------
 
@@ -231,7 +149,7 @@ class Channel:
             result_type = result.get("resultType", "complete")
             if result_type == "complete":
                 if method == "tools/list":
-                    self._learn_tools(result)
+                    self._tool_headers.learn(result)
                 return result
             if result_type == "input_required":
                 if not answer_input:
@@ -268,7 +186,7 @@ class Channel:
                 "tools/call", params, deadline, meta=meta, answer_input=answer_input, cancellable=cancellable
             )
         except McpError as exc:
-            if exc.code != HEADER_MISMATCH or name in self._tool_headers:
+            if exc.code != HEADER_MISMATCH or self._tool_headers.known(name):
                 raise
             try:
                 self.list_tools(deadline, None)
@@ -276,7 +194,7 @@ class Channel:
                 raise
             except McpError as learning:
                 raise exc from learning  # the server's own refusal says more than the failed lookup
-            if not self._tool_headers.get(str(name)):
+            if not self._tool_headers.wanted(str(name)):
                 raise
         return self.send("tools/call", params, deadline, meta=meta, answer_input=answer_input, cancellable=cancellable)
 
@@ -289,7 +207,7 @@ class Channel:
             listed = page.get("tools")
             if not isinstance(listed, list):
                 raise malformed("The tools/list result has no tools list", page)
-            tools.extend(t for t in listed if isinstance(t, dict) and self._acceptable(t))
+            tools.extend(t for t in listed if isinstance(t, dict) and self._tool_headers.acceptable(t))
             next_cursor = page.get("nextCursor")
             if not isinstance(next_cursor, str) or not next_cursor:
                 return tools
@@ -320,8 +238,8 @@ class Channel:
                 "(its notifications come on the session)",
                 kind="protocol",
             )
-        listen_id = self._next_id()
-        body = self.tracing.inject({"notifications": dict(notifications), "_meta": self._meta_of(None, meta)})
+        listen_id = self._requester.next_id()
+        body = self.tracing.inject({"notifications": dict(notifications), "_meta": self._requester.meta_of(None, meta)})
         log.debug("-> subscriptions/listen #%s", listen_id)
         try:
             stream = self.transport.open_stream(request(listen_id, "subscriptions/listen", body), deadline)
@@ -387,16 +305,6 @@ class Channel:
 
     # -- one exchange ---------------------------------------------------------------------------
 
-    def _next_id(self) -> int:
-        return next(self._ids)
-
-    def _meta_of(self, own: object, meta: Mapping[str, Any] | None) -> dict[str, Any]:
-        if own is None and isinstance(meta, Envelope):
-            return meta
-        if own is not None and not isinstance(own, Mapping):
-            raise TypeError("params['_meta'] must be a dict")
-        return merge_meta(self._envelope, own, meta)
-
     def _exchange(
         self,
         agreed: Agreement,
@@ -409,34 +317,8 @@ class Channel:
     ) -> tuple[dict[str, Any], Mapping[str, Any]]:
         if agreed.legacy:
             return self._exchange_legacy(agreed, method, params, deadline, meta, on_request, cancellable), {}
-        request_meta = self._meta_of(params.get("_meta"), meta)
-        return self._exchange_modern(method, params, deadline, request_meta, on_request, cancellable), request_meta
-
-    def _exchange_modern(
-        self,
-        method: str,
-        params: dict[str, Any],
-        deadline: Deadline,
-        request_meta: Mapping[str, Any] | None,
-        on_request: RequestOwner | None,
-        cancellable: bool,
-    ) -> dict[str, Any]:
-        """One modern request; a -32022 that lists the very version sent is worth one retry."""
-        if request_meta is None:
-            request_meta = self._meta_of(params.get("_meta"), None)
-        headers = None
-        if method == "tools/call":
-            annotated = self._tool_headers.get(params.get("name"))  # type: ignore[arg-type]
-            headers = param_header_values(annotated, params.get("arguments")) if annotated else None
-        sent = {**params, "_meta": request_meta}
-        for attempt in (1, 2):
-            try:
-                return self._round_trip(method, sent, deadline, headers, on_request, cancellable)
-            except McpError as exc:
-                if attempt == 2 or not _may_retry_version(exc, request_meta):
-                    raise
-                log.debug("the server refused protocol version %s but lists it; trying once more", PROTOCOL_VERSION)
-        raise AssertionError("unreachable")
+        request_meta = self._requester.meta_of(params.get("_meta"), meta)
+        return self._requester.modern(method, params, deadline, request_meta, on_request, cancellable), request_meta
 
     def _exchange_legacy(
         self,
@@ -451,66 +333,17 @@ class Channel:
         """One request on a handshake session: no envelope (only a `meta` of the caller's own);
         a session the server has expired is set up again once, and the request sent again.
         """
-        own = params.get("_meta")
-        sent = {key: value for key, value in params.items() if key != "_meta"}
-        extra = merge_meta(own if isinstance(own, Mapping) else None, None if isinstance(meta, Envelope) else meta)
-        if extra:
-            sent["_meta"] = extra
+        sent = self._requester.legacy_params(params, meta)
         try:
-            return self._round_trip(method, sent, deadline, None, on_request, cancellable)
+            return self._requester.round_trip(method, sent, deadline, None, on_request, cancellable)
         except SessionExpired:
             log.info("the server expired the session; starting a new one")
             self.forget(agreed)
             if not self.agree(deadline).legacy:
                 raise
-        return self._round_trip(method, sent, deadline, None, on_request, cancellable)
+        return self._requester.round_trip(method, sent, deadline, None, on_request, cancellable)
 
-    def _round_trip(
-        self,
-        method: str,
-        params: dict[str, Any],
-        deadline: Deadline,
-        headers: Mapping[str, str] | None,
-        on_request: RequestOwner | None,
-        cancellable: bool,
-    ) -> dict[str, Any]:
-        deadline.step()  # out of time: RequestTimeout before anything is sent
-        request_id = self._next_id()
-        return self.tracing.round_trip(
-            method,
-            request_id,
-            params,
-            lambda sent: self._one_request(request_id, method, sent, deadline, headers, on_request, cancellable),
-        )
-
-    def _one_request(
-        self,
-        request_id: int,
-        method: str,
-        params: dict[str, Any],
-        deadline: Deadline,
-        headers: Mapping[str, str] | None,
-        on_request: RequestOwner | None,
-        cancellable: bool,
-    ) -> dict[str, Any]:
-        message = request(request_id, method, params)
-        log.debug("-> %s #%s", method, request_id)
-        if on_request is not None:
-            self.dispatcher.claim(request_id, on_request)
-        try:
-            response = self.transport.request(message, deadline, headers, cancellable=cancellable)
-            if not _answers(response, request_id):
-                raise malformed(f"The server answered {method} with another request's id", response)
-            return decode_response(response)
-        except McpError as exc:
-            redact_request(exc, params)
-            name_request(exc, method)
-            raise
-        finally:
-            if on_request is not None:
-                self.dispatcher.release(request_id)
-
-    # -- input rounds and tools -----------------------------------------------------------------
+    # -- input rounds -------------------------------------------------------------------------
 
     def _answer_round(self, base: dict[str, Any], result: dict[str, Any], deadline: Deadline) -> dict[str, Any]:
         """The next round's params: the original request plus the answers to `result`."""
@@ -542,26 +375,6 @@ class Channel:
             answered["requestState"] = state
         return answered
 
-    def _acceptable(self, tool: dict[str, Any]) -> bool:
-        name = tool.get("name")
-        return isinstance(name, str) and self._tool_headers.get(name, {}) is not None
-
-    def _learn_tools(self, result: Mapping[str, Any]) -> None:
-        """Remember which arguments of each listed tool travel in Mcp-Param headers (None marks a
-        tool whose annotations are invalid).
-        """
-        listed = result.get("tools")
-        if not isinstance(listed, list):
-            return
-        for tool in listed:
-            if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
-                continue
-            try:
-                self._tool_headers[tool["name"]] = param_headers(tool.get("inputSchema"))
-            except ValueError as exc:
-                log.warning("leaving out tool %r: %s", tool["name"], exc)
-                self._tool_headers[tool["name"]] = None
-
 
 def _turn_timeout(deadline: Deadline) -> RequestTimeout:
     return RequestTimeout(deadline.timeout or 0.0, "Timed out waiting for a turn to ask a person for input")
@@ -575,25 +388,3 @@ def _extension_result(method: str, result_type: object, request_meta: Mapping[st
         return False
     extension, methods = entry
     return method in methods and declares_extension(request_meta, extension)
-
-
-def _may_retry_version(error: McpError, request_meta: Mapping[str, Any]) -> bool:
-    """-32022 whose supported list holds the version this request used: worth one retry."""
-    if error.code != UNSUPPORTED_PROTOCOL_VERSION or not isinstance(error.data, dict):
-        return False
-    supported = error.data.get("supported")
-    return isinstance(supported, list) and request_meta.get(META_PROTOCOL_VERSION) in supported
-
-
-def _answers(response: object, request_id: int) -> bool:
-    """Whether a response carries the request's id (1 and True are not the same id). An error
-    is taken as this request's error whatever its id: only a result must match.
-    """
-    if not isinstance(response, dict):
-        return True  # decode_response says what is wrong with it
-    if "error" in response and "result" not in response:
-        # An error fails the request whatever id it carries: servers that could not read the
-        # request answer with a null id, and the official Python SDK with "server-error".
-        return True
-    answered = response.get("id")
-    return type(answered) is int and answered == request_id

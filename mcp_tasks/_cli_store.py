@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import time
 from datetime import datetime, timezone
@@ -23,6 +24,7 @@ from mcp_tasks._store._sqlite import STORE_ENV
 
 __all__ = [
     "add_store_option",
+    "close_store",
     "find_task",
     "iso_time",
     "list_tasks",
@@ -33,6 +35,8 @@ __all__ = [
     "store_options",
     "where",
 ]
+
+log = logging.getLogger("mcp_tasks")
 
 STORE_HELP = (
     f"the task store: a file, sqlite:///path or a postgresql:// URL (default: ${STORE_ENV}, else tasks.sqlite3 "
@@ -46,11 +50,29 @@ def add_store_option(parser: argparse.ArgumentParser, what: str = STORE_HELP) ->
 
 
 def open_store(args: argparse.Namespace) -> TaskStore:
-    """The store the command names (``--store``, else ``$MCP_TASKS_STORE``, else the default file)."""
+    """The store the command names (``--store``, else ``$MCP_TASKS_STORE``, else the default
+    file), opened once per command: `close_store` closes it when the command ends.
+    """
+    opened: TaskStore | None = getattr(args, "store_kept", None)
+    if opened is not None:
+        return opened
     try:
-        return open_location(getattr(args, "store", None))
+        opened = open_location(getattr(args, "store", None))
     except ValueError as exc:
         raise StoreError(f"--store: {exc}") from None
+    args.store_kept = opened
+    return opened
+
+
+def close_store(args: argparse.Namespace) -> None:
+    """Close the store the command opened, if it did (a PostgreSQL store's connections and threads)."""
+    opened, args.store_kept = getattr(args, "store_kept", None), None
+    close = getattr(opened, "close", None)
+    if callable(close):
+        try:
+            close()
+        except StoreError as exc:  # the command is over: what it did stands
+            log.warning("could not close the task store: %s", exc)
 
 
 def where(store: TaskStore) -> str:

@@ -20,7 +20,10 @@ InputError(Exception)                     raised by an input handler that cannot
 ```
 
 Subclasses also derive from the builtin they resemble, so ``except TimeoutError`` catches a wait that
-ran out of time. ``str(error)`` is the message alone (`TaskFailed` adds the task); ``repr(error)``
+ran out of time. ``str(error)`` is the message alone (`TaskFailed` adds the task), its control and
+invisible formatting characters shown as escapes (`mcp_tasks._printable.printable`: a server's ESC
+sequence or carriage return in a printed traceback cannot rewrite the terminal), while `message` and
+`data` keep the text as it came; ``repr(error)``
 has one shape for all, ``Name(message=..., code=..., kind=..., task=...)`` with the fields it has. Every error of
 kind transport that a request raises is a `TransportError`, and only those are ever retried;
 `TaskTimeout` is the wait's own deadline, not the connection's, and is not one: its kind is
@@ -36,6 +39,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from mcp_tasks._printable import printable
 from mcp_tasks._redact import ids_in, redact_ids, redact_server_text, short_id
 
 if TYPE_CHECKING:
@@ -132,6 +136,10 @@ class _Displayed:
         assert isinstance(self, BaseException)
         return error_html(self)
 
+    def __str__(self) -> str:
+        """The error's text with its control and formatting characters shown as escapes."""
+        return printable(super().__str__())
+
     def __repr__(self) -> str:
         """One shape for every error: ``Name(message=..., code=..., kind=..., task=...)``, the
         fields it has, the task by its short id.
@@ -174,7 +182,8 @@ class McpError(_Displayed, Exception):
         self.cause = cause
 
     def __str__(self) -> str:
-        return self.message
+        r"""`message`, its control and formatting characters shown as escapes (``\x1b``, ``\r``)."""
+        return printable(self.message)
 
     @classmethod
     def from_wire(cls, error: object) -> McpError:
@@ -282,7 +291,8 @@ class TaskFailed(McpError):
         self.status = status
 
     def __str__(self) -> str:
-        return f"Task {short_id(self.status.task_id)} failed: {self.message} (error {self.code}){_undeclared(self)}"
+        text = f"Task {short_id(self.status.task_id)} failed: {self.message} (error {self.code}){_undeclared(self)}"
+        return printable(text)
 
 
 _UNDECLARED = re.compile(r"does not support (elicitation|sampling|roots) capability", re.IGNORECASE)

@@ -23,6 +23,7 @@ from mcp_tasks._cli_hints import in_cli_terms
 from mcp_tasks._cli_ids import ambiguous, is_short_form, matching
 from mcp_tasks._cli_parser import UsageError, build_parser
 from mcp_tasks._cli_store import (
+    close_store,
     find_task,
     list_tasks,
     lookup_store,
@@ -373,7 +374,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (TaskFailed, TaskCancelled, InputRequired) as exc:
         return _fail(console, _outcome_code(exc), str(exc), debug)
     except McpError as exc:
-        said = redact_ids(str(exc), state.get("task_id"))  # the server's text may quote the id
+        # The server's text, exact (--json keeps it so; the line shown is escaped); it may quote the id.
+        said = redact_ids(exc.message, state.get("task_id"))
         if "task_id" in state and is_no_such_task(exc):
             message = (
                 f"no such task {short_id(state['task_id'])} on this server (expired, mistyped, or another session's)"
@@ -385,6 +387,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except StoreError as exc:
         return _fail(console, EXIT_ERROR, str(exc), debug)
     finally:
+        close_store(args)
         tracing.stop()
         console.close()
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import mcp_tasks as mt
 from mcp_tasks._store import holder_gone
+from mcp_tasks._store._protocol import check_ends
 
 
 class MemoryTaskStore:
@@ -123,6 +124,18 @@ class MemoryTaskStore:
             for task_id, holder in leases:
                 current = self._leases.get(task_id)
                 if current is not None and current[0] == holder:
+                    del self._leases[task_id]
+
+    def finish_many(self, ends: Sequence[tuple[str, mt.Status, str | None]]) -> None:
+        checked = check_ends(ends)
+        with self._lock:
+            for task_id, status, holder in checked:
+                if task_id in self._refs:
+                    self._refs[task_id] = self._refs[task_id].with_status(status)
+                kept = self._answers.get(task_id, {})
+                self._answers[task_id] = {key: (value, True) for key, (value, _) in kept.items()}
+                current = self._leases.get(task_id)
+                if holder is not None and current is not None and current[0] == holder:
                     del self._leases[task_id]
 
     def release(self, task_id: str, holder: str) -> None:

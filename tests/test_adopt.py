@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
+import logging
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -188,6 +189,43 @@ def test_adopt_with_a_client_follows_its_endpoints_tasks_and_frees_the_others(
         assert mt.get_task(client, ids[0]).status is mt.TaskState.COMPLETED  # still open: the caller's
     assert [f.task_id for f in futures] == ids and [r.task_id for r in store.unfinished()] == [held]
     assert store._leases == {}
+
+
+class Claims(MemoryTaskStore):
+    """A memory store noting what each claim asked for and got."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.claims: list[tuple[int, int]] = []
+
+    def claim(self, holder: str, ttl: float, limit: int) -> list[mt.TaskRef]:
+        taken = super().claim(holder, ttl, limit)
+        self.claims.append((limit, len(taken)))
+        return taken
+
+
+def test_tasks_no_client_of_adopt_can_reach_do_not_crowd_out_the_others(
+    reference: Reference, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = Claims()
+    unreachable = [
+        mt.TaskRef("direct:server", "t-direct", created_at=1.0),
+        mt.TaskRef("python -m srv", "t-stdio", created_at=2.0),
+    ]
+    for ref in unreachable:  # the oldest: claimed first
+        store.record(ref)
+    ids = started(reference.url, store, "job", 2)
+    reference.gate.set()
+    with caplog.at_level(logging.WARNING, logger="mcp_tasks"):
+        futures = list(mt.adopt(store, limit=2, timeout=30))
+    assert sorted(f.task_id or "" for f in futures) == sorted(ids)  # the limit filled with what it can follow
+    assert store.claims == [(2, 2), (2, 2)]  # held while it claimed again for their places
+    said = [r.getMessage() for r in caplog.records if "cannot be followed here" in r.getMessage()]
+    assert said == [
+        "adopt: 2 task(s) cannot be followed here, their leases are freed: their server lived in the process "
+        "that started them (stdio or in-process): adopt them with client="
+    ]
+    assert [r.task_id for r in store.unfinished()] == ["t-direct", "t-stdio"] and store._leases == {}
 
 
 def test_a_task_the_server_forgot_comes_failed_and_leaves_the_store() -> None:

@@ -114,6 +114,9 @@ def test_the_server_does_not_import_the_client(module: str) -> None:
 SESSION = (
     "mcp_tasks._client",
     "mcp_tasks._channel",
+    "mcp_tasks._negotiation",
+    "mcp_tasks._requester",
+    "mcp_tasks._tool_headers",
     "mcp_tasks._dispatch",
     "mcp_tasks._agreement",
     "mcp_tasks._options",

@@ -49,6 +49,11 @@ WORKER = textwrap.dedent(
             if status.terminal:
                 print("ended", task_id, flush=True)
 
+        def finish_many(self, ends):  # the ends of a round of a group's waits, in one call
+            self.store.finish_many(ends)
+            for task_id, _, _ in ends:
+                print("ended", task_id, flush=True)
+
     store = Noting(mt.open_store(location))
 
     def answer(status):
@@ -83,11 +88,15 @@ class Served:
         self.server = Server(poll_interval=0.02)
         self.gate = threading.Event()
         self.updates: list[tuple[str, str]] = []
-        self.server.on_request = lambda method, params: (
-            self.updates.extend((params["taskId"], key) for key in params["inputResponses"])
-            if method == "tasks/update"
-            else None
-        )
+        self.answered = threading.Condition()
+
+        def noted(method: str, params: dict[str, Any]) -> None:
+            if method == "tasks/update":
+                with self.answered:
+                    self.updates.extend((params["taskId"], key) for key in params["inputResponses"])
+                    self.answered.notify_all()
+
+        self.server.on_request = noted
 
         @self.server.tool(task="required")
         def ask(ctx: Any, n: int) -> dict[str, Any]:
@@ -152,12 +161,15 @@ def test_the_tasks_of_a_worker_killed_mid_wait_are_adopted_and_answered_once(ser
     line_of(victim, "asked")  # two of its tasks answered, its person answering the third
     victim.kill()
     victim.communicate()
+    live = {task_id for name in ("w1", "w2") for task_id in started[name]}
+    with served.answered:  # each live wait answered its task, so it holds the lease: nobody adopts those
+        assert served.answered.wait_for(lambda: live <= {task_id for task_id, _ in served.updates}, timeout=120)
     served.gate.set()  # every task may complete now
     outputs = {name: process.communicate(timeout=300) for name, process in workers.items()}
     assert all(process.returncode == 0 for process in workers.values()), outputs
     lines = [line.split() for out, _ in outputs.values() for line in out.splitlines()]
     adopted = [parts[1] for parts in lines if parts[0] == "adopted"]
-    assert sorted(adopted) == sorted(started["victim"])  # each adopted by one worker only
+    assert sorted(adopted) == sorted(started["victim"]), outputs  # each adopted by one worker only
     ended = Counter(parts[1] for parts in lines if parts[0] == "ended")
     everyone = [task_id for ids in started.values() for task_id in ids]
     assert sorted(ended) == sorted(everyone) and set(ended.values()) == {1}  # each end recorded once

@@ -5,8 +5,11 @@ as `wait_task`'s does. Against the reference server and a socket-level 2026-07-2
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any
+
+import pytest
 
 import mcp_tasks as mt
 from mcp_tasks._store import new_holder
@@ -155,6 +158,7 @@ class Tallied(MemoryTaskStore):
         if not batched:
             self.acquire_many = None  # type: ignore[assignment]
             self.release_many = None  # type: ignore[assignment]
+            self.finish_many = None  # type: ignore[assignment]
 
     def acquire(self, task_id: str, holder: str, ttl: float) -> bool:
         self.calls.append("acquire")
@@ -172,8 +176,16 @@ class Tallied(MemoryTaskStore):
         self.calls.append("release_many")
         super().release_many(leases)
 
+    def finish_many(self, ends: Any) -> None:
+        self.calls.append("finish_many")
+        super().finish_many(ends)
 
-def test_a_many_wait_takes_its_leases_in_one_call_and_frees_them_in_one_when_they_end_together(
+    def update(self, task_id: str, status: mt.Status) -> None:
+        self.calls.append("update")
+        super().update(task_id, status)
+
+
+def test_a_many_wait_takes_its_leases_in_one_call_and_ends_them_in_one_when_they_end_together(
     harness: Harness,
 ) -> None:
     for batched in (True, False):
@@ -188,11 +200,59 @@ def test_a_many_wait_takes_its_leases_in_one_call_and_frees_them_in_one_when_the
         statuses = mt.wait_all(client, ended, timeout=30)  # all four end as they start: together
         assert {s.wire_status for s in statuses} == {"completed"}
         taken = [c for c in store.calls if c.startswith("acquire")]
-        freed = [c for c in store.calls if c.startswith("release")]
-        if batched:
-            assert taken == ["acquire_many"] and freed == ["release_many"]
+        freed = [c for c in store.calls if c.startswith(("release", "finish", "update"))]
+        if batched:  # their ends recorded, and their leases freed, in one call
+            assert taken == ["acquire_many"] and freed == ["finish_many"]
         else:
-            assert taken == ["acquire"] * 4 and freed == ["release"] * 3
+            assert taken == ["acquire"] * 4 and sorted(freed) == ["release"] * 3 + ["update"] * 4
         assert not store.acquire(ended[0].task_id, new_holder(), 600)  # the other's lease is kept
         assert all(store.acquire(s.task_id, new_holder(), 600) for s in ended[1:])  # the group's are freed
+        assert store.unfinished() == []  # every end recorded before wait_all returned
         client.close()
+
+
+class Unfinishing(MemoryTaskStore):
+    """A store whose `finish_many` fails (a database gone away at the wrong moment)."""
+
+    def finish_many(self, ends: Any) -> None:
+        raise mt.StoreError("the store went away")
+
+
+def test_ends_the_store_cannot_record_are_said_and_left_for_a_later_wait(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = Unfinishing()
+    client = harness.client(server={"poll_interval": 0.05}, store=store)
+    called = [mt.call_tool(client, "slow_compute", {"label": str(i)}) for i in range(3)]
+    with caplog.at_level(logging.WARNING, logger="mcp_tasks"):
+        statuses = mt.wait_all(client, [t for t in called if isinstance(t, mt.Status)], timeout=30)
+    assert {s.wire_status for s in statuses} == {"completed"}  # the waits themselves are fine
+    assert "could not record the end of" in caplog.text and "the store went away" in caplog.text
+    assert len(store.unfinished()) == 3  # not lost: a later wait (or adopt) reads their end again
+    client.close()
+
+
+class Gated(Tallied):
+    """A tallied store whose single `acquire` waits for `go` (the futures' driver held at it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered, self.go = threading.Event(), threading.Event()
+
+    def acquire(self, task_id: str, holder: str, ttl: float) -> bool:
+        self.entered.set()
+        assert self.go.wait(30)
+        return super().acquire(task_id, holder, ttl)
+
+
+def test_futures_submitted_while_the_driver_is_busy_take_their_leases_in_one_call(harness: Harness) -> None:
+    store = Gated()
+    client = harness.client(server={"poll_interval": 0.05}, store=store)
+    first = mt.submit(client, "slow_compute", {"label": "first"})
+    assert store.entered.wait(30)  # the driver takes the first one's lease alone
+    rest = [mt.submit(client, "slow_compute", {"label": str(i)}) for i in range(5)]
+    store.go.set()
+    assert all(f.result(timeout=30)["content"] for f in [first, *rest])
+    assert store.calls.count("acquire") == 1 and store.calls.count("acquire_many") == 1
+    assert store.unfinished() == [] and store._leases == {}
+    client.close()

@@ -718,3 +718,36 @@ def test_release_many_frees_the_leases_their_holders_hold(store: mt.TaskStore) -
     many.release_many([])
     assert store.acquire("t-1", two, 600)  # freed
     assert not store.acquire("t-2", two, 600) and not store.acquire("t-3", one, 600)
+
+
+def test_finish_many_records_the_ends_settles_their_answers_and_frees_their_leases(store: mt.TaskStore) -> None:
+    many: Any = store
+    one, two = new_holder(), new_holder()
+    for task_id in ("t-1", "t-2", "t-3"):
+        store.record(ref(task_id).with_status(working(task_id)))
+    store.write_answers("t-1", {"name": {"action": "accept"}})
+    store.write_answers("t-3", {"name": {"action": "decline"}})
+    assert store.acquire("t-1", one, 600) and store.acquire("t-2", two, 600)
+    done, cancelled = working("t-1", mt.TaskState.COMPLETED), working("t-2", mt.TaskState.CANCELLED)
+    completed = working("t-2", mt.TaskState.COMPLETED)
+    many.finish_many([("t-1", done, one), ("t-2", completed, one), ("t-2", cancelled, None), ("t-9", done, None)])
+    many.finish_many([])
+    assert [r.task_id for r in store.unfinished()] == ["t-3"]  # t-9 was never kept: still not
+    one_ref, two_ref = store.get("t-1"), store.get("t-2")
+    assert one_ref is not None and one_ref.last_status == done and store.get("t-9") is None
+    assert two_ref is not None and two_ref.last_status == cancelled  # a task given twice: its last end
+    assert store.unacknowledged("t-1") == {} and store.unacknowledged("t-3") == {"name": {"action": "decline"}}
+    assert store.acquire("t-1", two, 600)  # one's lease is free
+    assert not store.acquire("t-2", one, 600)  # two's was not one's to free
+
+
+def test_finish_many_refuses_an_end_that_is_not_one_and_writes_nothing(store: mt.TaskStore) -> None:
+    many: Any = store
+    for task_id in ("t-1", "t-2"):
+        store.record(ref(task_id).with_status(working(task_id)))
+    ends = [("t-1", working("t-1", mt.TaskState.COMPLETED), None), ("t-2", working("t-2"), None)]
+    with pytest.raises(ValueError, match="its end needs a terminal status, not 'working'"):
+        many.finish_many(ends)
+    with pytest.raises(TypeError, match=r"\(task_id, Status, holder\) tuple, got \('str', 'dict', 'NoneType'\)"):
+        many.finish_many([("t-1", {"status": "completed"}, None)])
+    assert [r.task_id for r in store.unfinished()] == ["t-1", "t-2"]

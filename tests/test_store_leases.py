@@ -190,3 +190,22 @@ def test_a_renewer_renews_a_stores_leases_in_one_call_when_it_can() -> None:
     for lease in leases:
         renewer.let_go(lease)
     assert renewers() == []
+
+
+def test_a_lease_claimed_earlier_is_renewed_on_the_clock_of_its_claim() -> None:
+    """A claim's lease held only later (a slow endpoint in between) is due when the claim's ttl
+    runs short, not a whole ttl after the wait began: a 600 s lease claimed 599 s ago is renewed
+    at once (had its clock started at `hold`, not for 400 s).
+    """
+    import time
+
+    from mcp_tasks._store import Renewer
+
+    store = Watched()
+    renewer = Renewer()
+    holder = new_holder()
+    assert store.acquire("t-1", holder, 600)
+    lease = renewer.hold(store, "t-1", holder, 600, taken_at=time.monotonic() - 599)
+    assert store.renewed.acquire(timeout=30) and not lease.lost
+    renewer.let_go(lease)
+    assert renewers() == []

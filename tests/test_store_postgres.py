@@ -11,6 +11,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -305,6 +306,16 @@ def test_the_cli_lists_a_postgresql_store(pg_url: str) -> None:
     failed = subprocess.run([sys.executable, "-m", "mcp_tasks", "tasks"], capture_output=True, text=True, env=env)
     assert failed.returncode != 0 and "Traceback" not in failed.stderr and "127.0.0.1" in failed.stderr
     assert "wrong" not in failed.stderr
+
+
+def test_the_cli_closes_the_postgresql_store_it_opened(pg_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from mcp_tasks import cli
+
+    with mt.open_store(pg_url) as store:
+        store.record(ref())
+    assert cli.main(["tasks", "--store", pg_url]) == 0
+    assert short_id(TASK) in capsys.readouterr().out
+    assert [t.name for t in threading.enumerate() if t.name.startswith("mcp_tasks-postgres")] == []
 
 
 def test_without_psycopg_the_core_works_and_the_store_names_the_extra(tmp_path: Path) -> None:

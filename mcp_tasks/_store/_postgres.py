@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status
+from mcp_tasks._store import _pg_batch as batch
 from mcp_tasks._store._bound import store_bound
 from mcp_tasks._store._error import StoreError, lease_lost
 from mcp_tasks._store._holder import holder_gone, machine_id, pid_namespace
 from mcp_tasks._store._pg_pool import Pools
 from mcp_tasks._store._pg_schema import check_conninfo, check_schema_name, load_psycopg, migrate, pg_error, server_name
-from mcp_tasks._store._protocol import LEASE_TTL, check_lease_ttl, claim_limit
+from mcp_tasks._store._protocol import LEASE_TTL, check_ends, check_lease_ttl, claim_limit
 from mcp_tasks._store._ref import TaskRef
 
 if TYPE_CHECKING:
@@ -83,8 +84,8 @@ class PostgresTaskStore:
         self._writes = 0
         self._lock = threading.Lock()
         self._closed = False
-        s = f'"{self.schema}"'
-        self._tasks, self._answers, self._leases = f"{s}.tasks", f"{s}.answers", f"{s}.leases"
+        self._t = batch.Tables.of(self.schema)
+        self._tasks, self._answers, self._leases = self._t.tasks, self._t.answers, self._t.leases
         connect = {"connect_timeout": max(1, math.ceil(connect_timeout))}
         try:
             with psycopg.connect(conninfo, autocommit=True, **connect) as conn:  # type: ignore[arg-type]
@@ -345,18 +346,7 @@ class PostgresTaskStore:
         a time without it.
         """
         pairs = [(str(task_id), str(holder)) for task_id, holder in leases]
-
-        def work(conn: Conn) -> list[bool]:
-            rows = conn.execute(
-                f"UPDATE {self._leases} AS l SET expires = now() + make_interval(secs => %s::float8) "
-                "FROM unnest(%s::text[], %s::text[]) AS r(task_id, holder) "
-                "WHERE l.task_id = r.task_id AND l.holder = r.holder RETURNING l.task_id, l.holder",
-                (float(ttl), [task_id for task_id, _ in pairs], [holder for _, holder in pairs]),
-            ).fetchall()
-            kept = {(row[0], row[1]) for row in rows}
-            return [pair in kept for pair in pairs]
-
-        return self._run(work) if pairs else []
+        return self._run(lambda conn: batch.renew_many(conn, self._t, pairs, ttl)) if pairs else []
 
     def acquire_many(self, task_ids: Iterable[str], holder: str, ttl: float) -> set[str]:
         """Take the leases of many tasks for `holder` in one transaction (each as `acquire` would,
@@ -365,31 +355,7 @@ class PostgresTaskStore:
         """
         wanted = sorted({str(task_id) for task_id in task_ids})  # in one order: no deadlock between two
         here = f"{machine_id()}/{pid_namespace()}/"
-
-        def work(conn: Conn) -> set[str]:
-            rows = conn.execute(
-                f"INSERT INTO {self._leases} AS l SELECT t, %(h)s, now() + make_interval(secs => %(ttl)s::float8) "
-                "FROM unnest(%(ts)s::text[]) AS t ON CONFLICT (task_id) DO UPDATE SET holder = EXCLUDED.holder, "
-                "expires = EXCLUDED.expires WHERE l.holder = EXCLUDED.holder OR l.expires <= now() RETURNING task_id",
-                {"ts": wanted, "h": holder, "ttl": float(ttl)},
-            ).fetchall()
-            taken = {row[0] for row in rows}
-            held = conn.execute(  # held by another: those of this machine's processes that are gone are free
-                f"SELECT task_id, holder FROM {self._leases} WHERE task_id = ANY(%s) AND starts_with(holder, %s) "
-                "AND holder <> %s ORDER BY task_id FOR UPDATE",
-                ([t for t in wanted if t not in taken], here, holder),
-            ).fetchall()
-            gone = [task_id for task_id, other in held if holder_gone(other)]
-            if gone:
-                conn.execute(
-                    f"UPDATE {self._leases} SET holder = %s, expires = now() + make_interval(secs => %s::float8) "
-                    "WHERE task_id = ANY(%s)",
-                    (holder, float(ttl), gone),
-                )
-                taken.update(gone)
-            return taken
-
-        return self._run(work) if wanted else set()
+        return self._run(lambda conn: batch.acquire_many(conn, self._t, wanted, holder, ttl, here)) if wanted else set()
 
     def release(self, task_id: str, holder: str) -> None:
         """See `TaskStore.release`."""
@@ -404,16 +370,18 @@ class PostgresTaskStore:
         Optional in a store: a group frees one lease at a time without it.
         """
         pairs = [(str(task_id), str(holder)) for task_id, holder in leases]
-
-        def work(conn: Conn) -> None:
-            conn.execute(
-                f"DELETE FROM {self._leases} AS l USING unnest(%s::text[], %s::text[]) AS r(task_id, holder) "
-                "WHERE l.task_id = r.task_id AND l.holder = r.holder",
-                ([task_id for task_id, _ in pairs], [holder for _, holder in pairs]),
-            )
-
         if pairs:
-            self._run(work)
+            self._run(lambda conn: batch.release_many(conn, self._t, pairs))
+
+    def finish_many(self, ends: Sequence[tuple[str, Status, str | None]]) -> None:
+        """The ends of many tasks in one transaction: for each ``(task_id, status, holder)``, its
+        final `status` recorded (as `update` would), its unacknowledged answers acknowledged, and
+        the lease `holder` holds freed (None: it held none). Optional in a store: without it a
+        wait's end takes `update`, `unacknowledged` and `release`.
+        """
+        checked = check_ends(ends)
+        if checked:
+            self._run(lambda conn: batch.finish_many(conn, self._t, checked))
 
     def claim(self, holder: str, ttl: float, limit: int) -> list[TaskRef]:
         """See `TaskStore.claim`: the rows other claimers hold locked are skipped (``FOR UPDATE
@@ -424,26 +392,7 @@ class PostgresTaskStore:
             return []
         here = f"{machine_id()}/{pid_namespace()}/"
 
-        def work(conn: Conn) -> list[TaskRef]:
-            mine = conn.execute(  # leases of this machine's processes: those gone are free
-                f"SELECT l.holder FROM {self._leases} l JOIN {self._tasks} t USING (task_id) "
-                "WHERE NOT t.finished AND l.expires > now() AND starts_with(l.holder, %s)",
-                (here,),
-            ).fetchall()
-            gone = sorted({row[0] for row in mine if row[0] != holder and holder_gone(row[0])})
-            rows = conn.execute(
-                f"WITH free AS (SELECT t.task_id, t.ref, t.created_at FROM {self._tasks} t LEFT JOIN {self._leases} l "
-                "ON l.task_id = t.task_id WHERE NOT t.finished AND (l.task_id IS NULL OR l.expires <= now() OR "
-                "l.holder = ANY(%(gone)s)) ORDER BY t.created_at, t.task_id LIMIT %(n)s FOR UPDATE OF t SKIP LOCKED), "
-                f"taken AS (INSERT INTO {self._leases} AS l SELECT task_id, %(h)s, now() + make_interval(secs => "
-                "%(ttl)s::float8) FROM free ON CONFLICT (task_id) DO UPDATE SET holder = EXCLUDED.holder, "
-                "expires = EXCLUDED.expires WHERE l.expires <= now() OR l.holder = ANY(%(gone)s) RETURNING task_id) "
-                "SELECT f.ref FROM free f JOIN taken USING (task_id) ORDER BY f.created_at, f.task_id",
-                {"gone": gone, "n": count, "h": holder, "ttl": float(ttl)},
-            ).fetchall()
-            return [TaskRef.from_json(row[0]) for row in rows]
-
-        return self._run(work)
+        return self._run(lambda conn: batch.claim(conn, self._t, holder, ttl, count, here))
 
     def __repr__(self) -> str:
         return f"<PostgresTaskStore {self.server} schema={self.schema}>"

@@ -4,9 +4,10 @@ contract each must keep is in the README ("Resuming") and tests/store_contract.p
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status
 from mcp_tasks._store._ref import TaskRef
 
@@ -15,6 +16,7 @@ __all__ = [
     "LEASE_TTL",
     "STORE_METHODS",
     "TaskStore",
+    "check_ends",
     "check_lease_ttl",
     "check_store",
     "claim_limit",
@@ -129,3 +131,21 @@ def claim_limit(value: object) -> int:
     if value < 0:
         raise ValueError(f"limit must be 0 or more, got {value}")
     return value
+
+
+def check_ends(ends: Sequence[tuple[str, Status, str | None]]) -> list[tuple[str, Status, str | None]]:
+    """A ``finish_many``'s ends: ``(task_id, status, holder)`` each, the status terminal and the
+    holder a string or None (TypeError/ValueError naming the one that is not).
+    """
+    checked: list[tuple[str, Status, str | None]] = []
+    for end in ends:
+        shape = tuple(type(part).__name__ for part in end) if isinstance(end, tuple) else type(end).__name__
+        if not isinstance(end, tuple) or len(end) != 3 or not isinstance(end[0], str) or not isinstance(end[1], Status):
+            raise TypeError(f"an end must be a (task_id, Status, holder) tuple, got {shape}")
+        task_id, status, holder = end
+        if not status.terminal:
+            raise ValueError(f"task {short_id(task_id)}: its end needs a terminal status, not {status.wire_status!r}")
+        if holder is not None and not isinstance(holder, str):
+            raise TypeError(f"a holder must be a string or None, got {type(holder).__name__}")
+        checked.append((task_id, status, holder))
+    return checked

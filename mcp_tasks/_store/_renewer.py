@@ -36,12 +36,12 @@ class Lease:
     renewal found another holder (the lease had lapsed and was taken).
     """
 
-    def __init__(self, store: TaskStore, task_id: str, holder: str, ttl: float) -> None:
+    def __init__(self, store: TaskStore, task_id: str, holder: str, ttl: float, taken_at: float | None = None) -> None:
         self.store = store
         self.task_id = task_id
         self.holder = holder
         self.ttl = ttl
-        self.renewed = time.monotonic()
+        self.renewed = time.monotonic() if taken_at is None else taken_at
         self.lost = False
 
 
@@ -58,11 +58,12 @@ class Renewer:
         self.thread: threading.Thread | None = None
         self.stopping = False
 
-    def hold(self, store: TaskStore, task_id: str, holder: str, ttl: float) -> Lease:
-        """Keep renewing the lease `holder` has just taken on `task_id` in `store`, until `let_go`
-        (once closing, the lease is kept as it is: nothing renews it).
+    def hold(self, store: TaskStore, task_id: str, holder: str, ttl: float, taken_at: float | None = None) -> Lease:
+        """Keep renewing the lease `holder` has taken on `task_id` in `store`, until `let_go`
+        (once closing, the lease is kept as it is: nothing renews it). `taken_at`: when it was
+        taken (monotonic; None: just now), where its renewal clock starts.
         """
-        lease = Lease(store, task_id, holder, ttl)
+        lease = Lease(store, task_id, holder, ttl, taken_at)
         with self.wake:
             if self.closing.is_set():
                 return lease

@@ -19,10 +19,11 @@ from typing import Any, TypeVar
 
 from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status
+from mcp_tasks._store import _sqlite_batch as batch
 from mcp_tasks._store._bound import store_bound
 from mcp_tasks._store._error import StoreError, lease_lost
 from mcp_tasks._store._holder import holder_gone
-from mcp_tasks._store._protocol import LEASE_TTL, check_lease_ttl, claim_limit
+from mcp_tasks._store._protocol import LEASE_TTL, check_ends, check_lease_ttl, claim_limit
 from mcp_tasks._store._ref import TaskRef
 from mcp_tasks._store._sqlite_file import SCHEMA, STORE_ENV, TABLES, check_layout, default_store_path
 
@@ -320,10 +321,8 @@ class SqliteTaskStore:
         pairs = [(str(task_id), str(holder)) for task_id, holder in leases]
 
         def work(db: sqlite3.Connection) -> list[bool]:
-            expires = time.time() + ttl
             with self._write(db):
-                update = "UPDATE leases SET expires = ? WHERE task_id = ? AND holder = ?"
-                return [db.execute(update, (expires, task_id, holder)).rowcount == 1 for task_id, holder in pairs]
+                return batch.renew_many(db, pairs, time.time() + ttl)
 
         return self._run(work) if pairs else []
 
@@ -334,16 +333,8 @@ class SqliteTaskStore:
         wanted = sorted({str(task_id) for task_id in task_ids})
 
         def work(db: sqlite3.Connection) -> set[str]:
-            now = time.time()
-            taken: set[str] = set()
             with self._write(db):
-                for task_id in wanted:
-                    row = db.execute("SELECT holder, expires FROM leases WHERE task_id = ?", (task_id,)).fetchone()
-                    if row is not None and row[0] != holder and row[1] > now and not holder_gone(row[0]):
-                        continue
-                    db.execute("INSERT OR REPLACE INTO leases VALUES (?, ?, ?)", (task_id, holder, now + ttl))
-                    taken.add(task_id)
-            return taken
+                return batch.acquire_many(db, wanted, holder, time.time(), ttl)
 
         return self._run(work) if wanted else set()
 
@@ -364,9 +355,24 @@ class SqliteTaskStore:
 
         def work(db: sqlite3.Connection) -> None:
             with self._write(db):
-                db.executemany("DELETE FROM leases WHERE task_id = ? AND holder = ?", pairs)
+                batch.release_many(db, pairs)
 
         if pairs:
+            self._run(work)
+
+    def finish_many(self, ends: Sequence[tuple[str, Status, str | None]]) -> None:
+        """The ends of many tasks in one transaction: for each ``(task_id, status, holder)``, its
+        final `status` recorded (as `update` would), its unacknowledged answers acknowledged, and
+        the lease `holder` holds freed (None: it held none). Optional in a store: without it a
+        wait's end takes `update`, `unacknowledged` and `release`.
+        """
+        checked = check_ends(ends)
+
+        def work(db: sqlite3.Connection) -> None:
+            with self._write(db):
+                batch.finish_many(db, checked, time.time())
+
+        if checked:
             self._run(work)
 
     def claim(self, holder: str, ttl: float, limit: int) -> list[TaskRef]:
@@ -374,22 +380,8 @@ class SqliteTaskStore:
         count = claim_limit(limit)
 
         def work(db: sqlite3.Connection) -> list[TaskRef]:
-            now = time.time()
-            taken: list[TaskRef] = []
             with self._write(db):
-                rows = db.execute(
-                    "SELECT t.ref, l.holder, l.expires FROM tasks t LEFT JOIN leases l USING (task_id) "
-                    "WHERE t.finished = 0 ORDER BY t.created_at, t.task_id"
-                )
-                for saved, current, expires in rows:
-                    if len(taken) >= count:
-                        break
-                    if current is not None and expires > now and (current == holder or not holder_gone(current)):
-                        continue
-                    taken.append(TaskRef.from_json(saved))
-                leases = [(ref.task_id, holder, now + ttl) for ref in taken]
-                db.executemany("INSERT OR REPLACE INTO leases VALUES (?, ?, ?)", leases)
-            return taken
+                return batch.claim(db, holder, time.time(), ttl, count)
 
         return self._run(work) if count else []
 

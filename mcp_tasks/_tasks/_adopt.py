@@ -13,20 +13,20 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from collections.abc import Generator, Iterator, Mapping
 from typing import TYPE_CHECKING, Union
 
 from mcp_tasks._client import Client
 from mcp_tasks._clock import Deadline, get_sliced
 from mcp_tasks._errors import McpError, TaskTimeout
-from mcp_tasks._redact import short_id
-from mcp_tasks._store import CLAIM_METHOD, StoreError, TaskRef, TaskStore, lease_ttl_of, new_holder, store_deadline
+from mcp_tasks._store import CLAIM_METHOD, TaskRef, TaskStore, lease_ttl_of, new_holder, store_deadline
 from mcp_tasks._store._protocol import check_store
 from mcp_tasks._tasks._driver import TaskFuture, settled_future
 from mcp_tasks._tasks._group import Group, Member
 from mcp_tasks._tasks._many import cancel_pending
 from mcp_tasks._tasks._options import WaitSettings, settings_of
-from mcp_tasks._tasks._record import endpoint_of
+from mcp_tasks._tasks._record import Claim, endpoint_of, release_all
 from mcp_tasks._threads import join_all, start_thread
 
 if TYPE_CHECKING:
@@ -96,9 +96,8 @@ def _adopted(
     listen: bool,
 ) -> Generator[TaskFuture, None, None]:
     deadline = Deadline(settings.timeout)
-    holder = new_holder()
-    with store_deadline(deadline.at):
-        refs = store.claim(holder, lease_ttl_of(store), limit)
+    claim = Claim(new_holder(), time.monotonic())
+    refs = _claim(store, claim.holder, limit, deadline, client)
     if not refs:
         return
     log.info("adopted %d task(s) from %r", len(refs), store)
@@ -106,8 +105,8 @@ def _adopted(
     followers: list[_Follower] = []
     opened: list[Client] = []
     try:
-        for ref_client, claimed in _split(store, refs, holder, client, auth, headers, opened):
-            follower = _Follower(len(followers) + 1, ref_client, claimed, holder, settings, listen, deadline, ended)
+        for ref_client, claimed in _split(refs, client, auth, headers, opened):
+            follower = _Follower(len(followers) + 1, ref_client, claimed, claim, settings, listen, deadline, ended)
             followers.append(follower)
             follower.start()
         running = len(followers)
@@ -125,51 +124,63 @@ def _adopted(
             opened_client.close()
 
 
+def _claim(store: TaskStore, holder: str, limit: int, deadline: Deadline, client: Client | None) -> list[TaskRef]:
+    """Claim up to `limit` tasks this call can follow. Those it cannot (see `_unreachable`) are
+    held while it claims again for their places (a claim skips what its holder holds), so they
+    do not crowd out the others; then they are freed together, with one warning.
+    """
+    mine = endpoint_of(client.channel) if client is not None else None
+    followed: list[TaskRef] = []
+    skipped: dict[str, list[TaskRef]] = {}
+    ttl = lease_ttl_of(store)
+    with store_deadline(deadline.at):
+        while len(followed) < limit:
+            wanted = limit - len(followed)
+            refs = store.claim(holder, ttl, wanted)
+            for ref in refs:
+                why = _unreachable(ref, mine)
+                if why is None:
+                    followed.append(ref)
+                else:
+                    skipped.setdefault(why, []).append(ref)
+            if len(refs) < wanted:
+                break  # nothing more is free
+    for why, refs in skipped.items():
+        log.warning("adopt: %d task(s) cannot be followed here, their leases are freed: %s", len(refs), why)
+        release_all(store, holder, {ref.task_id for ref in refs})
+    return followed
+
+
+def _unreachable(ref: TaskRef, mine: str | None) -> str | None:
+    """Why this call cannot follow `ref` (None: it can); `mine`: the endpoint of the given client."""
+    if mine is not None:
+        return None if ref.endpoint == mine else f"they run on another endpoint than the client's ({mine!r})"
+    if not ref.endpoint.startswith(("http://", "https://")):
+        return "their server lived in the process that started them (stdio or in-process): adopt them with client="
+    return None
+
+
 def _split(
-    store: TaskStore,
     refs: list[TaskRef],
-    holder: str,
     client: Client | None,
     auth: AuthBase | tuple[str, str] | None,
     headers: Mapping[str, str] | None,
     opened: list[Client],
 ) -> Iterator[tuple[Client, list[TaskRef]]]:
-    """The claimed refs by the client that follows them (those it opens go into `opened`); the
-    lease of a ref no client can follow is freed at once, with a warning.
+    """The claimed refs by the client that follows them: `client`, or one it opens (into
+    `opened`) per endpoint and 2025-era session.
     """
     if client is not None:
-        mine = endpoint_of(client.channel)
-        for ref in refs:
-            if ref.endpoint != mine:
-                _unfollowed(store, ref, holder, f"it runs on another endpoint than the client's ({mine!r})")
-        followed = [ref for ref in refs if ref.endpoint == mine]
-        if followed:
-            yield client, followed
+        yield client, refs
         return
     by_session: dict[tuple[str, str | None], list[TaskRef]] = {}
     for ref in refs:
-        if not ref.endpoint.startswith(("http://", "https://")):
-            why = "its server lived in the process that started it (stdio or in-process): adopt it with client="
-            _unfollowed(store, ref, holder, why)
-            continue
         session = ref.session_id if ref.era == "legacy" else None
         by_session.setdefault((ref.endpoint, session), []).append(ref)
     for (endpoint, session), claimed in by_session.items():
         opened_client = Client.http(endpoint, auth=auth, headers=headers, session_id=session)
         opened.append(opened_client)
         yield opened_client, claimed
-
-
-def _unfollowed(store: TaskStore, ref: TaskRef, holder: str, why: str) -> None:
-    log.warning("adopt: task %s cannot be followed here, its lease is freed: %s", short_id(ref.task_id), why)
-    _free(store, ref, holder)
-
-
-def _free(store: TaskStore, ref: TaskRef, holder: str) -> None:
-    try:
-        store.release(ref.task_id, holder)
-    except StoreError as exc:  # it frees itself when its ttl passes
-        log.warning("task %s: could not free its lease: %s", short_id(ref.task_id), exc)
 
 
 class _Follower:
@@ -180,7 +191,7 @@ class _Follower:
         number: int,
         client: Client,
         refs: list[TaskRef],
-        holder: str,
+        claim: Claim,
         settings: WaitSettings,
         listen: bool,
         deadline: Deadline,
@@ -189,7 +200,7 @@ class _Follower:
         self.number = number
         self.client = client
         self.refs = refs
-        self.holder = holder
+        self.claim = claim
         self.settings = settings
         self.listen = listen
         self.deadline = deadline
@@ -220,7 +231,7 @@ class _Follower:
             self._group = group
         try:
             try:
-                group.add([ref.task_id for ref in self.refs], claimed=self.holder)
+                group.add([ref.task_id for ref in self.refs], claimed=self.claim)
             except McpError as exc:  # the endpoint cannot be reached, or negotiated with
                 for ref in self.refs:
                     self.ended.put(settled_future(self.client, ref.task_id, ref.last_status, exc))
@@ -235,8 +246,8 @@ class _Follower:
                 self.ended.put(settled_future(self.client, member.task_id, member.wait.last, exc))
         finally:
             group.close()  # frees the leases of the tasks left
-            for ref in self.refs[len(group.members) :]:  # never added (the endpoint failed)
-                _free(self.settings.store, ref, self.holder)
+            never = {ref.task_id for ref in self.refs[len(group.members) :]}  # never added (the endpoint failed)
+            release_all(self.settings.store, self.claim.holder, never)
             self.ended.put(None)
 
 

@@ -31,6 +31,7 @@ from mcp_tasks._status import Status, TaskState
 from mcp_tasks._tasks._group import Group
 from mcp_tasks._tasks._helpers import cancel_task, get_task, outcome
 from mcp_tasks._tasks._options import WaitSettings
+from mcp_tasks._tasks._record import Claim, release_all, store_of, take_all
 from mcp_tasks._tasks._watch import Watch, watch_of
 from mcp_tasks._tasks._workers import Workers
 from mcp_tasks._threads import join_all, start_thread
@@ -98,6 +99,9 @@ class TaskFuture(concurrent.futures.Future[dict[str, Any]]):
         return "done" if self.done() else "pending"
 
 
+_Handed = tuple[TaskFuture, Status, WaitSettings, bool]  # a future handed to the driver: its task, settings, listen
+
+
 class Futures:
     """The client's futures driver (a channel attachment): see the module docstring."""
 
@@ -105,7 +109,7 @@ class Futures:
         self.channel = channel
         self.watch = watch
         self.inputs = Workers("futures-input", INPUT_WORKERS)
-        self._incoming: list[tuple[TaskFuture, Status, WaitSettings, bool]] = []
+        self._incoming: list[_Handed] = []
         self._stop = False  # under the watch's lock
         self._group: Group | None = None
         self._thread: threading.Thread | None = None
@@ -153,8 +157,7 @@ class Futures:
                     if not incoming and not group.open and not group.ready():
                         group.inbox.changed.wait()
                         continue
-                for future, status, settings, listen in incoming:
-                    self._add(group, pending, future, status, settings, listen)
+                self._take_in(group, pending, incoming)
                 try:
                     done = group.next_done(self._interrupted)
                 except Exception as exc:  # the client closing (or a failure of the group's own)
@@ -173,6 +176,23 @@ class Futures:
                 incoming, self._incoming = self._incoming, []
             _fail_all([*pending.values(), *(f for f, *_ in incoming)], self.channel.closed_error())
 
+    def _take_in(self, group: Group, pending: dict[int, TaskFuture], incoming: list[_Handed]) -> None:
+        """Add the futures handed over since the last pass, the leases of those of one store
+        taken in one call (`take_all`), however many were submitted meanwhile.
+        """
+        by_store: dict[int, list[_Handed]] = {}
+        for handed in incoming:
+            by_store.setdefault(id(store_of(handed[0].client, handed[2].store)), []).append(handed)
+        for batch in by_store.values():
+            store = store_of(batch[0][0].client, batch[0][2].store)
+            taken = take_all(store, [status.task_id for _, status, _, _ in batch], group.deadline)
+            try:
+                for future, status, settings, listen in batch:
+                    self._add(group, pending, future, status, settings, listen, taken)
+            finally:
+                if taken is not None and taken[1]:  # taken for futures that failed to be added
+                    release_all(store, taken[0].holder, taken[1])
+
     def _add(
         self,
         group: Group,
@@ -181,6 +201,7 @@ class Futures:
         status: Status,
         settings: WaitSettings,
         listen: bool,
+        taken: tuple[Claim, set[str]] | None,
     ) -> None:
         user = settings.on_status
 
@@ -190,7 +211,7 @@ class Futures:
                 user(seen)
 
         try:
-            (member,) = group.add([status], attrs.evolve(settings, on_status=on_status), listen)
+            (member,) = group.add([status], attrs.evolve(settings, on_status=on_status), listen, taken=taken)
         except Exception as exc:
             _resolve(future, None, exc)
             return

@@ -22,7 +22,7 @@ from mcp_tasks._tasks._helpers import task_id_of
 from mcp_tasks._tasks._member import Member
 from mcp_tasks._tasks._observer import report_failed
 from mcp_tasks._tasks._options import WaitSettings
-from mcp_tasks._tasks._record import Recorder, close_all, release_all, saved_ref, store_of, take_all
+from mcp_tasks._tasks._record import Claim, Recorder, close_all, release_all, saved_ref, store_of, take_all
 from mcp_tasks._tasks._schedule import delay
 from mcp_tasks._tasks._task_wait import TaskWait
 from mcp_tasks._tasks._watch import READ, watch_of
@@ -80,11 +80,13 @@ class Group:
         settings: WaitSettings | None = None,
         listen: bool | None = None,
         *,
-        claimed: str | None = None,
+        claimed: Claim | None = None,
+        taken: tuple[Claim, set[str]] | None = None,
     ) -> list[Member]:
         """Start waiting for `tasks` (ids or Statuses), with the group's settings and listen, or
         these; each wait takes its task's lease in a store when it is free, or holds the one
-        `claimed` (a holder's, from `store.claim`) as its own.
+        `claimed` (from `store.claim`) as its own, or the one in `taken` (`take_all`'s, made by
+        the caller for these tasks and others: those this call holds leave its set).
         """
         listen = self.listen if listen is None else listen
         added: list[Member] = []
@@ -94,7 +96,7 @@ class Group:
         wait_settings = settings or self.settings
         ids = [task_id_of(task) for task in tasks]
         store = store_of(self.client, wait_settings.store)
-        batch = None if claimed is not None else take_all(store, ids, self.deadline)
+        batch = taken if taken is not None or claimed is not None else take_all(store, ids, self.deadline)
         try:
             for task, task_id in zip(tasks, ids, strict=True):
                 given = task if isinstance(task, Status) else None
@@ -104,6 +106,7 @@ class Group:
                 wait = TaskWait(self.client, task_id, given, wait_settings, trace)
                 wait.deadline = self.deadline
                 wait.recorder.deadline = self.deadline
+                wait.recorder.ends_later = True  # its end is recorded with the round's others (`_free`)
                 trace.start()
                 member = self._member(wait)
                 member.traced = member.made = True
@@ -123,8 +126,8 @@ class Group:
                 else:
                     self._schedule(member, self._first_read(wait, given, listen))
         except BaseException:
-            if batch is not None and batch[1]:  # the leases taken for waits never made
-                release_all(store, batch[0], batch[1])
+            if taken is None and batch is not None and batch[1]:  # the leases taken for waits never made
+                release_all(store, batch[0].holder, batch[1])
             raise
         if streamed:
             scopes = {m.task_id: m.wait.trace.within for m in added}  # the watch's reads are the waits'

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RESUMING",
+    "Claim",
     "Recorder",
     "close_all",
     "endpoint_of",
@@ -140,6 +141,16 @@ def record_status(status: Status, store: TaskStore | None, deadline: Deadline | 
             _kept("its status", status.task_id, lambda: store.update(status.task_id, status))
 
 
+@attrs.frozen
+class Claim:
+    """Leases `holder` took for waits about to begin (`store.claim`, `take_all`), and when: `at`
+    (monotonic), read before the store call that took them, where their renewal clock starts.
+    """
+
+    holder: str
+    at: float
+
+
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -171,27 +182,29 @@ class Recorder:
         self.holder = new_holder()
         self.ttl = lease_ttl_of(store)
         self.lease: Lease | None = None
+        self.ends_later = False  # a group's wait: its final status is kept in `final` for `close_all`
+        self.final: Status | None = None
 
-    def _hold(self) -> None:
+    def _hold(self, taken_at: float | None = None) -> None:
         assert self.store is not None
         if self.renewer is None:
             self.renewer = Renewer()  # a recorder of no client's
-        self.lease = self.renewer.hold(self.store, self.task_id, self.holder, self.ttl)
+        self.lease = self.renewer.hold(self.store, self.task_id, self.holder, self.ttl, taken_at)
 
     @_within_deadline
-    def take(self, claimed: str | None = None, *, asked: bool = False) -> None:
+    def take(self, claimed: Claim | None = None, *, asked: bool = False) -> None:
         """The wait begins: take the task's lease when it is free, before the first read, and
         keep it renewed while the wait waits (a wait that cannot take it reads, and answers
         nothing until it frees). `claimed`: the holder that already took it (`store.claim`,
-        `take_all`), whose lease this wait holds as its own; `asked`: `take_all` asked for it
-        and did not get it (read only, nothing more to ask now).
+        `take_all`), whose lease this wait holds as its own, renewed on the clock of the claim;
+        `asked`: `take_all` asked for it and did not get it (read only, nothing more to ask now).
         """
         store = self.store
         if store is None:
             return
         if claimed is not None:
-            self.holder = claimed
-            self._hold()
+            self.holder = claimed.holder
+            self._hold(claimed.at)
             return
         if asked:
             log.debug("task %s is leased by another wait: reading only", short_id(self.task_id))
@@ -210,8 +223,12 @@ class Recorder:
     @_within_deadline
     def read(self, status: Status) -> None:
         """A status the wait saw change. A finished task needs no answer any more: what the
-        ledger holds for it is acknowledged.
+        ledger holds for it is acknowledged. A group's wait (`ends_later`) keeps a final status
+        for `close_all`, which records the ends of a round in one store call.
         """
+        if self.ends_later and status.terminal and self.store is not None:
+            self.final = status
+            return
         record_status(status, self.store)
         if self.store is not None and status.terminal:
             _kept("its answers", self.task_id, self._settle)
@@ -321,6 +338,13 @@ class Recorder:
         _kept("its end", self.task_id, lambda: store.record(attrs.evolve(kept, gone=why)))
         _kept("its answers", self.task_id, self._settle)
 
+    def finish_alone(self) -> None:
+        """Record the `final` status kept for `close_all` as `read` would have, then `close`."""
+        final, self.final, self.ends_later = self.final, None, False
+        if final is not None:
+            self.read(final)
+        self.close()
+
     @_within_deadline
     def close(self) -> None:
         """The wait is over: free its lease, waiting for a busy store `RELEASE_PATIENCE` at most
@@ -333,51 +357,84 @@ class Recorder:
                 _kept("the end of its lease", self.task_id, lambda: store.release(self.task_id, self.holder))
 
 
-def take_all(store: TaskStore | None, task_ids: list[str], deadline: Deadline) -> tuple[str, set[str]] | None:
+def take_all(store: TaskStore | None, task_ids: list[str], deadline: Deadline) -> tuple[Claim, set[str]] | None:
     """The leases of many waits about to begin, taken in one call with the store's optional
-    ``acquire_many`` for one new holder: that holder and the ids it took (none when the store
+    ``acquire_many`` for one new holder: its claim and the ids it took (none when the store
     failed: the waits read only for now, as `Recorder.take`'s). None without a store, with one
     task, or a store without ``acquire_many``: then each wait takes its own.
     """
     many = getattr(store, "acquire_many", None)
     if store is None or not callable(many) or len(set(task_ids)) < 2:
         return None
-    holder = new_holder()
+    claim = Claim(new_holder(), time.monotonic())
     try:
         with store_deadline(deadline.at), best_effort():
-            taken = many(task_ids, holder, lease_ttl_of(store))
+            taken = many(task_ids, claim.holder, lease_ttl_of(store))
         if not isinstance(taken, (set, frozenset, list, tuple)):
             raise StoreError(f"acquire_many returned {type(taken).__name__}, not a set of task ids")
     except StoreError as exc:
         log.info("could not take the leases of %d tasks yet: %s", len(task_ids), exc)
-        return holder, set()
-    return holder, {task_id for task_id in taken if task_id in task_ids}
+        return claim, set()
+    return claim, {task_id for task_id in taken if task_id in task_ids}
 
 
 def close_all(recorders: list[Recorder]) -> None:
-    """`Recorder.close` for many waits over: the leases of one store freed in one call with its
-    optional ``release_many`` (one by one without it), waiting for a busy store
-    `RELEASE_PATIENCE` at most (within the waits' deadline).
+    """`Recorder.close` for many waits over, each group's ends (`Recorder.final`) recorded first:
+    those of one store in one call with its optional ``finish_many`` (which also settles their
+    answers and frees their leases), the other leases in one with ``release_many``; one by one
+    without them. A busy store is waited for `RELEASE_PATIENCE` at most (within the deadline).
     """
     by_store: dict[int, list[Recorder]] = {}
     for recorder in {id(recorder): recorder for recorder in recorders}.values():
-        if recorder.store is not None and recorder.lease is not None:
+        if recorder.store is not None and (recorder.lease is not None or recorder.final is not None):
             by_store.setdefault(id(recorder.store), []).append(recorder)
     for batch in by_store.values():
-        first = batch[0]
-        many = getattr(first.store, "release_many", None)
-        if len(batch) < 2 or not callable(many):
-            for recorder in batch:
-                recorder.close()
-            continue
+        ended = [recorder for recorder in batch if recorder.final is not None]
+        freeing = [recorder for recorder in batch if recorder.final is None]
+        _finish_all(ended)
+        _release_all(freeing)
+
+
+def _finish_all(ended: list[Recorder]) -> None:
+    if not ended:
+        return
+    first = ended[0]
+    many = getattr(first.store, "finish_many", None)
+    if not callable(many):
+        for recorder in ended:
+            recorder.finish_alone()
+        return
+    ends = []
+    for recorder in ended:
+        held = recorder.lease is not None
+        recorder.stop_renewing()
+        final, recorder.final = recorder.final, None  # recorded once, however often the group closes
+        assert final is not None
+        ends.append((recorder.task_id, final, recorder.holder if held else None))
+    try:
+        with store_deadline(first.deadline.at), store_deadline(time.monotonic() + RELEASE_PATIENCE):
+            many(ends)
+    except StoreError as exc:  # left unfinished in the store: a later wait (or `adopt`) reads their end again
+        log.warning("could not record the end of %d tasks: %s", len(ends), exc)
+
+
+def _release_all(batch: list[Recorder]) -> None:
+    if not batch:
+        return
+    first = batch[0]
+    many = getattr(first.store, "release_many", None)
+    if len(batch) < 2 or not callable(many):
         for recorder in batch:
-            recorder.stop_renewing()
-        leases = [(recorder.task_id, recorder.holder) for recorder in batch]
-        try:
-            with store_deadline(first.deadline.at), store_deadline(time.monotonic() + RELEASE_PATIENCE):
-                many(leases)
-        except StoreError as exc:  # the leases free themselves when this process ends or their ttl passes
-            log.warning("could not free the leases of %d tasks: %s", len(leases), exc)
+            recorder.close()
+        return
+    for recorder in batch:
+        recorder.stop_renewing()
+    leases = [(recorder.task_id, recorder.holder) for recorder in batch]
+    try:
+        with store_deadline(first.deadline.at), store_deadline(time.monotonic() + RELEASE_PATIENCE):
+            many(leases)
+    except StoreError as exc:  # the leases free themselves when this process ends or their ttl passes
+        log.warning("could not free the leases of %d tasks: %s", len(leases), exc)
 
 
 def release_all(store: TaskStore | None, holder: str, task_ids: set[str]) -> None:

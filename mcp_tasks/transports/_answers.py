@@ -14,7 +14,7 @@ from mcp_tasks._wire import loads, malformed
 from mcp_tasks.transports._base import Message, Stream
 from mcp_tasks.transports._body import Response
 from mcp_tasks.transports._failures import excerpt
-from mcp_tasks.transports._session import StreamMark
+from mcp_tasks.transports._resume import StreamMark
 from mcp_tasks.transports._sse import MAX_EVENT, SseDecoder
 
 __all__ = ["HttpStream", "SingleMessage", "event_message", "json_answer", "messages"]

@@ -1,4 +1,4 @@
-"""The plain path (see `HttpTransport._plain`): keep-alive connections to one origin, the request
+"""The plain path (see `transports._sender`): keep-alive connections to one origin, the request
 written in one send, the answer parsed by the stdlib's `http.client.HTTPResponse`.
 
 A poll is the hot path of a tasks client, and most of its client-side cost was the layers around

@@ -58,6 +58,16 @@ class SseDecoder:
         self._retry: int | None = None
         self.comments = 0
 
+    @property
+    def last_id(self) -> str | None:
+        """The last event id the stream set, the event it belongs to dispatched or not yet."""
+        return self._last_id
+
+    @property
+    def retry(self) -> int | None:
+        """The last ``retry:`` (ms) the stream set, the event it belongs to dispatched or not yet."""
+        return self._retry
+
     def feed(self, chunk: bytes) -> list[SseEvent]:
         """Decode a chunk; returns the events it completes. Raises `McpError` past a cap."""
         if self._skip_lf and chunk:

@@ -1,18 +1,18 @@
 """Streamable HTTP (2026-07-28): each message is one POST; the answer is a JSON body, or an SSE
 stream of request-scoped notifications ending with the response.
 
-Headers follow the spec: ``MCP-Protocol-Version``, ``Mcp-Method``, and ``Mcp-Name`` (the tool
-name, the uri, or ``params.taskId`` on tasks/get, tasks/update and tasks/cancel), in the
-``=?base64?…?=`` form when a value is not plain visible ASCII; ``Mcp-Param-*`` headers come from
-the client for tools whose arguments are annotated ``x-mcp-header``. `HttpTransport._headers` is
-the one place headers are built, `HttpTransport._send` the one place a POST goes out.
+Headers follow the spec (``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name``, ``Mcp-Param-*``):
+`transports._headers` is the one place they are built, `HttpTransport._send` the one place a
+POST goes out (by way of `transports._sender`, which takes it to the wire).
 
-**The layout.** This module is the Streamable HTTP semantics (headers, the paths a message takes,
-sessions, what to do with each answer); `transports._answers` reads what an answer says (a JSON
-body, SSE messages, a listen stream); `transports._body` reads a body under the deadline;
-`transports._failures` classifies failures for the retry policy; `transports._watchdog` keeps the
-deadline; `transports._plumbing` holds every use of a private name of requests, urllib3 or
-http.client; `transports._session` the 2025-era session.
+**The layout.** This module is the Streamable HTTP semantics (the paths a message takes,
+sessions, what to do with each answer); `transports._headers` builds a message's headers;
+`transports._sender` takes a request to the server (straight to a kept connection, or through
+`Session.request`); `transports._answers` reads what an answer says (a JSON body, SSE messages, a
+listen stream); `transports._body` reads a body under the deadline; `transports._failures`
+classifies failures for the retry policy; `transports._watchdog` keeps the deadline;
+`transports._plumbing` holds every use of a private name of requests, urllib3 or http.client;
+`transports._session` the 2025-era session, `transports._get_stream` its GET stream.
 
 **One deadline, every byte.** Each exchange (a POST and its answer, with every re-send an auth
 object makes and every request of its own an ``auth_flow`` yields, as `OAuth`'s discovery and
@@ -26,34 +26,23 @@ watchdog's wake-up latency (a few ms on an idle machine). A message sent through
 adapter serves the URL is watched from its answer's body on (its headers only by socket timeouts).
 
 **Bodies.** This transport reads every body itself (`transports._body`), under the watch, with a
-size cap (`max_message`, 16 MiB by default). Requests keep the session's ``Accept-Encoding``
-(requests asks for ``gzip, deflate``): answers can be large task results, worth compressing off
-loopback, and gzip and deflate bodies are decoded here, incrementally and under the same cap (so a
-compression bomb is refused). A listen stream asks for ``identity``: a compressing server or proxy
-buffers its output, which would hold notifications back, and the stream carries small messages
-anyway; one that compresses regardless is still decoded.
+size cap (`max_message`, 16 MiB by default), gzip and deflate decoded under the same cap.
 
 **Connections.** A connection goes back to the pool only after its answer was read to a clean end
 (a JSON answer, a 202, an SSE answer whose stream the server closes after the response) and the
 watch never cut it; anything else closes it, so no request, whichever thread sends it, reads an
 old answer's bytes. After an SSE answer the rest of the stream is drained for at most
 `DRAIN_WAIT` seconds; a server that keeps the stream open longer costs a new connection, never
-time. The pool is this transport's own adapter's (a user's session keeps its adapters for what
-else it does, and cannot evict it); it does not block and keeps up to `AUTO_POOL_SIZE` idle
-connections, so every thread sharing the client gets one and hands it back. urllib3 never
-retries on its own here: failures go to the client's one `Retry` policy, marked retryable (a
+time. The pool (see `transports._sender`) keeps up to `AUTO_POOL_SIZE` idle connections. urllib3
+never retries on its own here: failures go to the client's one `Retry` policy, marked retryable (a
 refused or reset connection, a dropped keep-alive connection, HTTP 429, 502, 503, 504 with
 ``Retry-After``) and `sent=False` only when the connection could not be made.
 
-**Speed, and the user's session.** With a plain `requests.Session` (no auth, no response hooks,
-no cookies, the stock adapter, no proxy for the URL), a message goes straight to our pool, with
-the session's headers, verify and cert as they were when the client was made. Otherwise it goes
-through `Session.request` (`HttpTransport._post_through_session`, the one place), so auth objects
-(and their 401 response hooks, as `requests.auth.HTTPDigestAuth` uses), hooks, cookies, proxies,
-verify and cert act exactly as they do for any requests call; a stock adapter the user's session
-has for the URL is swapped for ours in a view of the session, one the user mounted is used as it
-is. Redirects are not followed on either path. A 401 or 403 that no auth object resolved is an
-`McpError` of kind ``authorization`` naming the URL and the server's ``WWW-Authenticate``.
+**The user's session.** With a plain `requests.Session` a message goes straight to our pool;
+otherwise through `Session.request`, so auth objects, hooks, cookies, proxies, verify and cert act
+exactly as they do for any requests call (see `transports._sender`). A 401 or 403 that no auth
+object resolved is an `McpError` of kind ``authorization`` naming the URL and the server's
+``WWW-Authenticate``.
 
 **Abandoned requests** (see `Transport.request`): the answer's connection is closed, and the
 server is sent ``notifications/cancelled`` (by the transport's cancel sender, after the caller's
@@ -78,59 +67,33 @@ answer carried them, None on the GET stream) and their answers POSTed back.
 
 from __future__ import annotations
 
-import collections
-import functools
-import http.client
-import itertools
 import logging
 import threading
-import urllib.parse
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final
 
 import requests
-import urllib3
-from requests.adapters import HTTPAdapter
 from requests.auth import AuthBase
-from requests.cookies import MockRequest
-from requests.utils import select_proxy
 
-from mcp_tasks._clock import Deadline, wait_sliced
+from mcp_tasks._clock import Deadline
 from mcp_tasks._errors import McpError, SessionExpired, TransportError
-from mcp_tasks._redact import shown_endpoint
-from mcp_tasks._wire import (
-    META_PROTOCOL_VERSION,
-    PROTOCOL_VERSION,
-    encode_header_value,
-    malformed,
-    mcp_name,
-    valid_id,
-)
 from mcp_tasks._wire import dumps as dump_json
+from mcp_tasks._wire import malformed
 from mcp_tasks.transports._answers import HttpStream, SingleMessage, json_answer, messages
-from mcp_tasks.transports._auth_flow import send_through_auth
-from mcp_tasks.transports._base import Message, RequestId, Sent, Stream, Transport, request_ids
+from mcp_tasks.transports._base import Message, RequestId, Sent, Stream, Transport
 from mcp_tasks.transports._body import Response
-from mcp_tasks.transports._direct import DirectPool
-from mcp_tasks.transports._failures import check_status, failure, rpc_error
-from mcp_tasks.transports._plumbing import WatchedAdapter
-from mcp_tasks.transports._session import (
-    Awaited,
-    GetResponse,
-    GetStream,
-    LegacySession,
-    StreamMark,
-    resume_answer,
-)
+from mcp_tasks.transports._failures import check_status, rpc_error
+from mcp_tasks.transports._get_stream import GetResponse, GetStreamHolder
+from mcp_tasks.transports._headers import message_headers
+from mcp_tasks.transports._resume import Awaited, AwaitedRequests, StreamMark, resume_answer
+from mcp_tasks.transports._sender import AUTO_POOL_SIZE, Sender
+from mcp_tasks.transports._session import LegacySession
 from mcp_tasks.transports._sse import MAX_EVENT
 from mcp_tasks.transports._watchdog import Watch, Watchdog, current, watching
 
 __all__ = ["AUTO_POOL_SIZE", "DRAIN_WAIT", "HttpStream", "HttpTransport"]
 
 log = logging.getLogger("mcp_tasks")
-
-AUTO_POOL_SIZE: Final = 4096
-"""Idle connections a pool made here keeps (it opens only as many as requests run at once)."""
 
 DRAIN_WAIT: Final = 0.1
 """How long the end of an SSE answer's stream is awaited after its response, to keep the connection."""
@@ -174,101 +137,33 @@ class HttpTransport(Transport):
             raise ValueError(f"url must be an http(s) URL, got {url!r}")
         if pool_size is not None and (isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1):
             raise ValueError(f"pool_size must be a positive int or None, got {pool_size!r}")
-        self._own_session = session is None
-        # Our own adapter, whose sockets the watchdog can cut, and whose pool no other origin
-        # evicts: a user's session keeps its adapters for everything else it does.
-        self._adapter = WatchedAdapter(pool_connections=4, pool_maxsize=pool_size or AUTO_POOL_SIZE, pool_block=False)
-        if session is None:
-            session = requests.Session()
-            session.mount("http://", self._adapter)
-            session.mount("https://", self._adapter)
-        self._session = session
-        template = session.prepare_request(requests.Request("POST", url))
-        assert template.url is not None
-        self.url: str = template.url
-        self._where = shown_endpoint(self.url)
-        parts = urllib.parse.urlsplit(self.url)
-        self._path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        fixed = requests.structures.CaseInsensitiveDict(dict(headers or {}))
-        fixed["Content-Type"] = "application/json"
-        fixed["Accept"] = "application/json, text/event-stream"
-        self._fixed = dict(fixed.items())
-        merged = requests.structures.CaseInsensitiveDict(template.headers)
-        merged.update(fixed)
-        merged.pop("Cookie", None)
-        merged.pop("Content-Length", None)  # each body's own is set as it is sent
-        self._plain_headers = _canonical(dict(merged.items()))
-        self._auth: Any = auth
-        self._verify, self._cert = verify, cert
-        self._proxies = dict(proxies) if proxies else None
-        settings = session.merge_environment_settings(self.url, dict(proxies or {}), True, verify, cert)
-        self._prefix = urllib.parse.urlunsplit((parts.scheme, parts.netloc, "/", "", ""))
-        self._stock = self._own_session or type(session.get_adapter(self.url)) is HTTPAdapter
-        self._snapshot = (session.verify, session.cert, dict(session.proxies))
-        self._pool = self._direct_pool(settings, pool_size)
-        self._cookie_lock = threading.Lock()
+        self._watchdog = Watchdog(str(id(self))[-6:])
+        self._sender = Sender(
+            url,
+            headers=headers,
+            auth=auth,
+            session=session,
+            verify=verify,
+            cert=cert,
+            proxies=proxies,
+            pool_size=pool_size,
+            watchdog=self._watchdog,
+        )
+        self.url: str = self._sender.url
+        self._where = self._sender.where
         self._streams: set[HttpStream] = set()
         self._lock = threading.Lock()
         self._closed = False
         self._legacy = LegacySession()
         if session_id is not None:
             self._legacy.join(session_id)
-        self._get_stream: GetStream | None = None
-        self._get_streams = itertools.count(1)
-        self._pending: dict[object, Awaited] = {}
-        self._watchdog = Watchdog(str(id(self))[-6:])
-        self._get_watch: Watch | None = None
-
-    def _direct_pool(self, settings: Any, pool_size: int | None) -> DirectPool | None:
-        """Kept connections for the plain path, when messages may skip requests (the session is a
-        plain `requests.Session` whose adapter for the URL is the stock one, and no proxy).
-        """
-        if not self._stock or type(self._session) is not requests.Session:
-            return None
-        if select_proxy(self.url, settings["proxies"]):
-            return None
-        parts = urllib.parse.urlsplit(self.url)
-        return DirectPool(
-            parts.scheme,
-            parts.hostname or "",
-            parts.port,
-            verify=settings["verify"],
-            cert=settings["cert"],
-            max_idle=pool_size or AUTO_POOL_SIZE,
-            headers=self._plain_headers,
-        )
-
-    def _via(self) -> requests.Session:
-        """The session a message goes through when it takes `Session.request`: ours, or a view of
-        the user's session (its headers, cookies, auth, hooks, all shared) whose stock adapters
-        are ours, so the watchdog can cut every socket, an auth object's re-sends and its own
-        requests (an authorization server's) included; an adapter the user mounted is used as it is.
-        """
-        session = self._session
-        if self._own_session:
-            return session
-        view = object.__new__(type(session))
-        view.__dict__.update(session.__dict__)
-        # Every stock adapter is ours in the view: an auth flow's own requests (an authorization
-        # server's) are watched too. One the user mounted is used as it is.
-        view.adapters = collections.OrderedDict(
-            (prefix, self._adapter if type(adapter) is HTTPAdapter else adapter)
-            for prefix, adapter in session.adapters.items()
-        )
-        if self._stock:
-            view.mount(self._prefix, self._adapter)
-        return view
-
-    def _plain(self) -> bool:
-        """Whether this message may skip `Session.request` (nothing it would do applies)."""
-        session = self._session
-        return (
-            self._pool is not None
-            and self._auth is None
-            and session.auth is None
-            and not session.hooks.get("response")
-            and not session.cookies
-            and (session.verify, session.cert, session.proxies) == self._snapshot
+        self._pending = AwaitedRequests()
+        self._get_stream = GetStreamHolder(
+            self._open_get,
+            lambda message: self._take_pushed(message, None),
+            self._pending.answer,
+            self._watchdog,
+            str(id(self))[-6:],
         )
 
     # -- Transport ----------------------------------------------------------------------------
@@ -278,12 +173,9 @@ class HttpTransport(Transport):
         session's GET stream can hand it an answer, and `close` can cut it.
         """
         self._await_get_stream(deadline)
-        key = message["id"]
-        awaited = Awaited(key)
-        with self._lock:
-            if self._closed:
-                raise TransportError("the client is closed")
-            self._pending[key] = awaited
+        if self._closed:
+            raise TransportError("the client is closed")
+        awaited = self._pending.add(message["id"])
         watch = self._watchdog.watch(deadline)
         try:
             with watching(watch):
@@ -295,9 +187,7 @@ class HttpTransport(Transport):
             return found
         finally:
             watch.close()
-            with self._lock:
-                if self._pending.get(key) is awaited:
-                    del self._pending[key]
+            self._pending.remove(awaited)
 
     def _exchange(
         self, message: Message, deadline: Deadline, headers: Mapping[str, str] | None, sent: Sent, awaited: Awaited
@@ -317,8 +207,7 @@ class HttpTransport(Transport):
     @property
     def in_flight(self) -> frozenset[RequestId]:
         """See `Transport.in_flight`."""
-        with self._lock:
-            return request_ids(self._pending)
+        return self._pending.ids()
 
     @property
     def session_id(self) -> str | None:
@@ -384,21 +273,8 @@ class HttpTransport(Transport):
         server expired one), the new session's GET stream replaces the old one's.
         """
         self._legacy.begin(protocol_version)
-        headers = self._legacy.headers("GET")
-        with self._lock:
-            old, old_watch = self._get_stream, self._get_watch
-            if self._closed or (old is not None and old.headers == headers):
-                return
-            self._get_watch = watch = self._watchdog.watch(None)
-            self._get_stream = GetStream(
-                functools.partial(self._open_get, watch=watch),
-                lambda message: self._take_pushed(message, None),
-                self._answer_elsewhere,
-                headers,
-                f"{str(id(self))[-6:]}-{next(self._get_streams)}",
-            )
-        if old is not None:
-            _stop_get(old, old_watch)
+        if not self._closed:
+            self._get_stream.begin(self._legacy.headers("GET"))
 
     def keep_session(self) -> None:
         """See `Transport.keep_session`: the session is left open, as a joined one is."""
@@ -416,23 +292,13 @@ class HttpTransport(Transport):
                 return
             self._closed = True
             streams = list(self._streams)
-            get_stream, self._get_stream = self._get_stream, None
-            get_watch, self._get_watch = self._get_watch, None
-            pending = list(self._pending.values())
-        for awaited in pending:
-            awaited.abort()
+        self._pending.abort()
         for stream in streams:
             stream.close()
-        if get_stream is not None:
-            _stop_get(get_stream, get_watch)
+        self._get_stream.close()
         self._end_session()
         self._watchdog.close()
-        if self._pool is not None:
-            self._pool.close()
-        if self._own_session:
-            self._session.close()
-        else:
-            self._adapter.close()
+        self._sender.close()
 
     def __repr__(self) -> str:
         return f"<HttpTransport {self._where}>"
@@ -460,48 +326,18 @@ class HttpTransport(Transport):
         and for the resumption of an answer under the call's (this thread's current one).
         """
         watch = watch or current() or self._watchdog.watch(None)
-        try:
-            with watching(watch):
-                raw = (
-                    self._via()
-                    .get(
-                        self.url,
-                        headers=headers,
-                        stream=True,
-                        timeout=(NOTIFY_TIMEOUT, None),
-                        verify=self._verify,
-                        cert=self._cert,
-                        proxies=self._proxies,
-                        auth=self._auth,
-                        allow_redirects=False,
-                    )
-                    .raw
-                )
-        except (requests.RequestException, urllib3.exceptions.HTTPError, http.client.HTTPException, OSError) as exc:
-            raise failure(exc, Deadline(None), self._where, watch) from exc
-        response = Response.of(raw, self._where, watch)
+        response = self._sender.get(headers, watch, NOTIFY_TIMEOUT)
         # The reader sets the socket's timeout itself (none on the standing stream, the call's
         # deadline when an answer is resumed).
         chunks = iter(lambda: response.chunk(None, keep_timeout=True), b"")
         return GetResponse(response.status, chunks, response.sock, response.finish)
-
-    def _answer_elsewhere(self, message: Message) -> bool:
-        """A response on the session's GET stream: the answer of the request still waiting for it
-        (False when none is).
-        """
-        key = message.get("id")
-        with self._lock:
-            awaited = self._pending.get(key) if valid_id(key) else None
-        return awaited is not None and awaited.answered(message)
 
     def _await_get_stream(self, deadline: Deadline) -> None:
         """Hold a request back until the session's GET stream has an answer (at most
         `GET_STREAM_WAIT`, within `deadline`): a server that sends what it has for the client
         (a resumed answer, an input request) on the GET stream then has it to send on.
         """
-        get_stream = self._get_stream
-        if get_stream is not None and not get_stream.opened.is_set():
-            wait_sliced(get_stream.opened, deadline.bound(GET_STREAM_WAIT))
+        self._get_stream.wait_opened(deadline, GET_STREAM_WAIT)
 
     def _end_session(self) -> None:
         """DELETE a handshake session the server gave an id for (best effort, bounded), with the
@@ -509,53 +345,8 @@ class HttpTransport(Transport):
         is left alone: its owner ends it.
         """
         session = self._legacy.end()
-        if session is None:
-            return
-        watch = self._watchdog.watch(Deadline(DELETE_TIMEOUT))
-        try:
-            with watching(watch):
-                self._via().delete(
-                    self.url,
-                    headers={**self._fixed, **session},
-                    timeout=DELETE_TIMEOUT,
-                    verify=self._verify,
-                    cert=self._cert,
-                    proxies=self._proxies,
-                    auth=self._auth,
-                ).close()
-        except (requests.RequestException, http.client.HTTPException, OSError) as exc:
-            log.debug("DELETE of the session failed: %s", type(exc).__name__)
-        finally:
-            watch.close()
-
-    def _headers(self, message: Message, listen: bool, extra: Mapping[str, str] | None) -> dict[str, str]:
-        """The message's own headers, over the fixed ones (``Content-Type``, ``Accept``, the
-        client's `headers`), which each path adds itself (the plain path has them in its
-        pool's request head), as it adds the session's.
-        """
-        headers: dict[str, str] = {}
-        method = message.get("method")
-        if self._legacy.active or method == "initialize":
-            # A handshake session: its own headers, none of the 2026-07-28 ones.
-            headers.update(self._legacy.headers(method))
-            if extra:
-                headers.update(extra)
-            return headers
-        params = message.get("params")
-        params = params if isinstance(params, dict) else {}
-        meta = params.get("_meta")
-        version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
-        headers["MCP-Protocol-Version"] = version if isinstance(version, str) else PROTOCOL_VERSION
-        if isinstance(method, str):
-            headers["Mcp-Method"] = encode_header_value(method)
-            name = mcp_name(method, params)
-            if name is not None:
-                headers["Mcp-Name"] = encode_header_value(name)
-        if listen:
-            headers["Accept-Encoding"] = "identity"
-        if extra:
-            headers.update(extra)
-        return headers
+        if session is not None:
+            self._sender.delete(session, DELETE_TIMEOUT)
 
     def _send(
         self,
@@ -578,21 +369,8 @@ class HttpTransport(Transport):
         watch = current()
         assert watch is not None, "an HTTP exchange runs under a watch"
         body = dump_json(message)
-        headers = self._headers(message, listen, extra)
-        step = deadline.step()
-        plain = self._plain()
-        try:
-            if plain:
-                response = self._post_direct(body, headers, step, watch)
-            else:
-                response = self._post_through_session(body, {**self._fixed, **headers}, deadline, watch)
-        except McpError:
-            raise  # an auth flow's own (a token endpoint that timed out, refused, or was not reached)
-        except (requests.RequestException, urllib3.exceptions.HTTPError, http.client.HTTPException, OSError) as exc:
-            raise failure(exc, deadline, self._where, watch) from exc
-        finally:
-            if sent is not None and plain and watch.attached:
-                sent.reached = True  # straight to a connected server: it may have the request
+        headers = message_headers(message, self._legacy, listen, extra)
+        response = self._sender.post(body, headers, deadline, watch, sent)
         self._legacy.learn(message.get("method"), response.status, response.headers)
         if self._legacy.expired(headers, response.status):
             response.finish()
@@ -610,42 +388,6 @@ class HttpTransport(Transport):
             sent.reached = True
         return response
 
-    def _post_direct(self, body: bytes, headers: dict[str, str], step: float | None, watch: Watch) -> Response:
-        """POST straight to a kept connection (see `_plain` and `transports._direct`)."""
-        assert self._pool is not None
-        fp, conn = self._pool.post(self._path, body, headers, step)
-        if "set-cookie" in fp.headers:
-            self._keep_cookies({**self._fixed, **headers}, body, fp)
-        return Response(fp, self._where, watch, functools.partial(self._pool.release, conn))
-
-    def _post_through_session(self, body: bytes, headers: dict[str, str], deadline: Deadline, watch: Watch) -> Response:
-        """POST through `Session.request`, where the user's auth object (and its re-sends, as a
-        401 response hook makes, or as its ``auth_flow`` asks: see `_auth_flow`), hooks, cookies,
-        proxies and adapters act: the one place a message goes that way. The sockets it uses are
-        attached to the caller's watch (see `_via`), so the call's deadline bounds every exchange
-        made here.
-        """
-        raw = send_through_auth(
-            self._via(),
-            "POST",
-            self.url,
-            deadline,
-            auth=self._auth,
-            data=body,
-            headers=headers,
-            verify=self._verify,
-            cert=self._cert,
-            proxies=self._proxies,
-            watchdog=self._watchdog,
-        ).raw
-        return Response.of(raw, self._where, watch)
-
-    def _keep_cookies(self, headers: dict[str, str], body: bytes, fp: http.client.HTTPResponse) -> None:
-        prepared = requests.PreparedRequest()
-        prepared.prepare(method="POST", url=self.url, headers=headers, data=body)
-        with self._cookie_lock:
-            self._session.cookies.extract_cookies(fp, MockRequest(prepared))  # type: ignore[arg-type]
-
     def _answer_from_stream(self, response: Response, awaited: Awaited, deadline: Deadline) -> Message:
         request_id: RequestId = awaited.request_id
         mark = StreamMark()
@@ -661,7 +403,7 @@ class HttpTransport(Transport):
         found = awaited.outcome()
         if found is not None:
             return found
-        if self._legacy.active and mark.last_id is not None:  # resumable: see transports/_session.py
+        if self._legacy.active and mark.last_id is not None:  # resumable: see transports/_resume.py
             return resume_answer(
                 self._open_get,
                 self._legacy.headers("GET"),
@@ -671,20 +413,3 @@ class HttpTransport(Transport):
                 lambda message: self._take_pushed(message, request_id),
             )
         raise TransportError(f"the SSE answer from {self._where} ended without a response", retryable=True)
-
-
-_CANONICAL = {name.lower(): name for name in ("Accept-Encoding", "MCP-Protocol-Version", "Mcp-Method", "Mcp-Name")}
-
-
-def _canonical(headers: dict[str, str]) -> dict[str, str]:
-    """Headers with the names this transport sets per message spelled as it spells them."""
-    return {_CANONICAL.get(name.lower(), name): value for name, value in headers.items()}
-
-
-def _stop_get(stream: GetStream, watch: Watch | None) -> None:
-    """End a session's GET stream: cut its exchange (even one still waiting for its answer), then
-    stop and join its worker.
-    """
-    if watch is not None:
-        watch.fire()
-    stream.close()
