@@ -89,7 +89,9 @@ class InputHandlers:
         (any object with ``ask(prompt, field)`` and ``say(event, text, **fields)``). A question
         about a task names it (``[greet e294…b175] The server asks: …``; ``say`` gets its
         ``task`` and ``tool`` fields); when several tasks ask at once, their forms are asked one
-        at a time, each whole, in the order they asked.
+        at a time, each whole, in the order they asked. A question waiting its turn keeps to its
+        wait's deadline (``timeout=``), and leaves the queue when the client closes or its future
+        is cancelled.
         """
         from mcp_tasks._prompt import interactive_handlers
 
