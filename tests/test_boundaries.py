@@ -169,7 +169,7 @@ def module_level_imports(path: Path) -> set[str]:
     return {m for m in found if m.startswith("mcp_tasks.")}
 
 
-@pytest.mark.parametrize("module", ["mcp_tasks._errors", "mcp_tasks._status"])
+@pytest.mark.parametrize("module", ["mcp_tasks._error_display", "mcp_tasks._status"])
 def test_errors_and_statuses_load_the_display_only_to_display(module: str) -> None:
     loaded = module_level_imports(MODULES[module])
     assert "mcp_tasks._errors" in loaded or "mcp_tasks._redact" in loaded  # the check sees imports
