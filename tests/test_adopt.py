@@ -19,31 +19,26 @@ import pytest
 import mcp_tasks as mt
 from mcp_tasks import cli
 from mcp_tasks._store import new_holder
-from mcp_tasks.server import Server, serve_http
 from tests.conftest import Background
 from tests.foreign.listen_tasks import ListenTasksServer
 from tests.foreign.modern_http_tasks import ModernHttpTasksServer
 from tests.memory_store import MemoryTaskStore
+from tests.processes import GatedReference
 
 ANSWER = {"action": "accept", "content": {"name": "Ada"}}
 
 
-class Reference:
+class Reference(GatedReference):
     """The reference server over HTTP: ``job`` (a task that waits for its gate), ``ask`` (one
     that needs a name), each tasks/update noted."""
 
     def __init__(self) -> None:
-        self.server = Server(poll_interval=0.02)
-        self.gate = threading.Event()
-        self.updates: list[dict[str, Any]] = []
-        self.server.on_request = lambda method, params: (
-            self.updates.append(params["inputResponses"]) if method == "tasks/update" else None
-        )
+        super().__init__()
+        self.updates = self.noted_updates()
 
         @self.server.tool(task="required")
         def job(ctx: Any, n: int) -> dict[str, Any]:
-            while not self.gate.is_set() and not ctx.cancelled:
-                ctx.sleep(0.01)
+            self.held(ctx)
             return {"n": n}
 
         @self.server.tool(task="required")
@@ -51,20 +46,11 @@ class Reference:
             schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
             return {"name": ctx.elicit("name", "Name?", schema)["content"]["name"]}
 
-        self.http = serve_http(self.server)
-        self.url = self.http.url
-
-    def close(self) -> None:
-        self.gate.set()
-        self.http.close()
-        self.server.close()
-
 
 @pytest.fixture
 def reference() -> Iterator[Reference]:
-    served = Reference()
-    yield served
-    served.close()
+    with Reference() as served:
+        yield served
 
 
 @pytest.fixture

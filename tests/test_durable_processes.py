@@ -14,7 +14,6 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import textwrap
 import threading
 import time
@@ -27,9 +26,8 @@ import pytest
 
 import mcp_tasks as mt
 from mcp_tasks._store import new_holder as mt_new_holder
-from mcp_tasks.server import Server, serve_http
-from tests.conftest import ROOT
 from tests.foreign.modern_http_tasks import ModernHttpTasksServer
+from tests.processes import GatedReference, lines_before, python
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="SIGKILL and POSIX process checks")
 
@@ -79,16 +77,12 @@ CLIENT = textwrap.dedent(
 )
 
 
-class Served:
+class Served(GatedReference):
     """The reference server over HTTP, noting each tasks/update it gets."""
 
     def __init__(self) -> None:
-        self.server = Server(poll_interval=0.02)
-        self.updates: list[dict[str, Any]] = []
-        self.gate = threading.Event()
-        self.server.on_request = lambda method, params: (
-            self.updates.append(params["inputResponses"]) if method == "tasks/update" else None
-        )
+        super().__init__()
+        self.updates = self.noted_updates()
 
         @self.server.tool(task="required")
         def ask(ctx: Any) -> dict[str, Any]:
@@ -97,38 +91,19 @@ class Served:
 
         @self.server.tool(task="required")
         def hold(ctx: Any) -> dict[str, Any]:
-            while not self.gate.is_set() and not ctx.cancelled:
-                ctx.sleep(0.01)
+            self.held(ctx)
             return {"name": "held"}
-
-        self.http = serve_http(self.server)
-        self.url = self.http.url
-
-    def close(self) -> None:
-        self.gate.set()
-        self.http.close()
-        self.server.close()
 
 
 @pytest.fixture
 def served() -> Iterator[Served]:
-    served = Served()
-    yield served
-    served.close()
+    with Served() as served:
+        yield served
 
 
 def start(url: str, path: Path, mode: str, *extra: str, lease_ttl: float | None = None) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    if lease_ttl is not None:
-        env["LEASE_TTL"] = str(lease_ttl)
-    return subprocess.Popen(
-        [sys.executable, "-c", CLIENT, url, str(path), mode, *extra],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    env = {"LEASE_TTL": str(lease_ttl)} if lease_ttl is not None else {}
+    return python(CLIENT, url, str(path), mode, *extra, env=env, stdin=True)
 
 
 class Peer:
@@ -145,14 +120,23 @@ class Peer:
 @pytest.fixture(params=["reference", "foreign"])
 def peer(request: pytest.FixtureRequest) -> Iterator[Peer]:
     if request.param == "reference":
-        served = Served()
-        yield Peer(served.url, lambda: served.updates, "name")
-        served.close()
+        with Served() as served:
+            yield Peer(served.url, lambda: served.updates, "name")
         return
     foreign = ModernHttpTasksServer()
     foreign.start()
     yield Peer(foreign.url, lambda: [responses for _, responses in foreign.updates], "q")
     foreign.close()
+
+
+def asked(peer: Peer, path: Path) -> tuple[mt.SqliteTaskStore, mt.Status]:
+    """A task of the peer's ``ask`` tool, started by a client recording it in a store at `path`
+    (then gone); the store and the task."""
+    store = mt.SqliteTaskStore(path)
+    with mt.Client.http(peer.url, store=store) as client:
+        task = mt.call_tool(client, "ask")
+    assert isinstance(task, mt.Status)
+    return store, task
 
 
 def rest_of(process: subprocess.Popen[str]) -> tuple[str, str]:
@@ -204,17 +188,11 @@ def test_an_answer_never_acknowledged_reaches_the_server_once(peer: Peer, tmp_pa
 
 def test_two_processes_on_one_task_answer_it_once(peer: Peer, tmp_path: Path) -> None:
     path = tmp_path / "tasks.sqlite3"
-    store = mt.SqliteTaskStore(path)
-    with mt.Client.http(peer.url, store=store) as client:
-        task = mt.call_tool(client, "ask")
-    assert isinstance(task, mt.Status)
+    _store, task = asked(peer, path)
     waiters = [start(peer.url, path, "wait", task.task_id) for _ in range(2)]
     asked_early = 0  # a waiter may be asked before it reports the status it was asked on
     for waiter in waiters:  # both have seen that the task needs input
-        assert waiter.stdout is not None
-        while (line := waiter.stdout.readline()) != "status input_required\n":
-            assert line, waiter.communicate()[1]
-            asked_early += line == "asked\n"
+        asked_early += lines_before(waiter, "status input_required").count("asked")
     for n, waiter in enumerate(waiters):  # whoever is asked answers with its line
         assert waiter.stdin is not None
         waiter.stdin.write(f"P{n}\n")
@@ -253,11 +231,7 @@ WORKER = textwrap.dedent(
 def test_eight_processes_record_fifty_tasks_each_in_one_file(tmp_path: Path) -> None:
     path = tmp_path / "tasks.sqlite3"
     mt.SqliteTaskStore(path)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    workers = [
-        subprocess.Popen([sys.executable, "-c", WORKER, str(path)], env=env, stderr=subprocess.PIPE, text=True)
-        for _ in range(8)
-    ]
+    workers = [python(WORKER, str(path), stdout=False) for _ in range(8)]
     errors = [w.communicate(timeout=300)[1] for w in workers]
     assert [w.returncode for w in workers] == [0] * 8, errors
     # A status write is best effort (a locked file gets STATUS_BUDGET, then the status goes
@@ -286,14 +260,10 @@ def lease_of(path: Path, task_id: str) -> tuple[str, float] | None:
 def test_a_lease_is_renewed_while_a_person_answers(peer: Peer, tmp_path: Path) -> None:
     ttl = 3.0
     path = tmp_path / "tasks.sqlite3"
-    store = mt.SqliteTaskStore(path)
-    with mt.Client.http(peer.url, store=store) as client:
-        task = mt.call_tool(client, "ask")
-    assert isinstance(task, mt.Status)
+    store, task = asked(peer, path)
     first = start(peer.url, path, "wait", task.task_id, lease_ttl=ttl)
     assert first.stdout is not None and first.stdin is not None
-    while (line := first.stdout.readline()) != "asked\n":  # its person is answering now
-        assert line, first.communicate()[1]
+    lines_before(first, "asked")  # its person is answering now
     taken = lease_of(path, task.task_id)
     assert taken is not None
     holder, lapses = taken
@@ -307,8 +277,7 @@ def test_a_lease_is_renewed_while_a_person_answers(peer: Peer, tmp_path: Path) -
     assert second.stdout is not None and second.stdin is not None
     second.stdin.write("Bob\n")
     second.stdin.flush()
-    while (line := second.stdout.readline()) != "status input_required\n":
-        assert line != "asked\n" and line, second.communicate()[1]
+    lines_before(second, "status input_required", failing_on="asked")
     first.stdin.write("Ada\n")
     first.stdin.flush()
     outputs = [rest_of(first), rest_of(second)]
@@ -321,14 +290,9 @@ def test_a_lease_is_renewed_while_a_person_answers(peer: Peer, tmp_path: Path) -
 
 def test_a_process_killed_while_its_person_answers_is_resumed_at_once(peer: Peer, tmp_path: Path) -> None:
     path = tmp_path / "tasks.sqlite3"
-    store = mt.SqliteTaskStore(path)
-    with mt.Client.http(peer.url, store=store) as client:
-        task = mt.call_tool(client, "ask")
-    assert isinstance(task, mt.Status)
+    store, task = asked(peer, path)
     first = start(peer.url, path, "wait", task.task_id)
-    assert first.stdout is not None
-    while (line := first.stdout.readline()) != "asked\n":  # it holds the lease, its person is asked
-        assert line, first.communicate()[1]
+    lines_before(first, "asked")  # it holds the lease, its person is asked
     assert lease_of(path, task.task_id) is not None
     first.kill()
     rest_of(first)

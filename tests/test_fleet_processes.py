@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import textwrap
 import threading
 from collections import Counter
@@ -19,8 +18,7 @@ from typing import Any
 import pytest
 
 import mcp_tasks as mt
-from mcp_tasks.server import Server, serve_http
-from tests.conftest import ROOT
+from tests.processes import GatedReference, line_of, python
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="SIGKILL")
 
@@ -80,13 +78,12 @@ WORKER = textwrap.dedent(
 )
 
 
-class Served:
+class Served(GatedReference):
     """The reference server: ``ask`` needs a name, then waits for the gate; each tasks/update's
     keys are noted by task."""
 
     def __init__(self) -> None:
-        self.server = Server(poll_interval=0.02)
-        self.gate = threading.Event()
+        super().__init__()
         self.updates: list[tuple[str, str]] = []
         self.answered = threading.Condition()
 
@@ -101,45 +98,18 @@ class Served:
         @self.server.tool(task="required")
         def ask(ctx: Any, n: int) -> dict[str, Any]:
             answer = ctx.elicit("name", "Who answers?", SCHEMA)
-            while not self.gate.is_set() and not ctx.cancelled:
-                ctx.sleep(0.01)
+            self.held(ctx)
             return {"n": n, "name": answer["content"]["name"]}
-
-        self.http = serve_http(self.server)
-        self.url = self.http.url
-
-    def close(self) -> None:
-        self.gate.set()
-        self.http.close()
-        self.server.close()
 
 
 @pytest.fixture
 def served() -> Iterator[Served]:
-    served = Served()
-    yield served
-    served.close()
+    with Served() as served:
+        yield served
 
 
 def worker(url: str, location: str, name: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen(
-        [sys.executable, "-c", WORKER, url, location, name, str(TASKS)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-
-
-def line_of(process: subprocess.Popen[str], prefix: str) -> str:
-    """Read `process`'s stdout up to its line starting with `prefix`; that line."""
-    assert process.stdout is not None
-    while True:
-        line = process.stdout.readline()
-        assert line, process.communicate()[1]
-        if line.startswith(prefix):
-            return line.strip()
+    return python(WORKER, url, location, name, str(TASKS))
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
