@@ -7,15 +7,9 @@ its own exit code; ``tools`` shows task support as each era declares it.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
-import pty
-import select
-import struct
-import subprocess
 import sys
-import termios
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +21,7 @@ from mcp_tasks import cli
 from mcp_tasks.server import Server, ToolContext, serve_http
 from tests.foreign.legacy_http_tasks import LegacyHttpTasksServer
 from tests.foreign.modern_http_tasks import ModernHttpTasksServer
+from tests.screen.terminal import Screen, render
 from tests.test_cli import SERVER_MODULE, run
 
 LONG = "copying the quarterly export to the archive, one very long status message " * 4
@@ -54,93 +49,9 @@ class Survey:
         return {"name": name, "done": done}
 
 
-# Makes the pseudo-terminal (the child's stderr) its controlling terminal, then runs the command.
-TAKE_TERMINAL = (
-    "import fcntl, os, sys, termios; fcntl.ioctl(2, termios.TIOCSCTTY, 0); os.execv(sys.executable, sys.argv[1:])"
-)
-
-
-class Screen:
-    """mcp-tasks with stderr on a pseudo-terminal `columns` wide; stdin the terminal too, or a pipe."""
-
-    def __init__(self, cwd: Path, columns: int, *args: str, piped: bool) -> None:
-        self.columns = columns
-        self.master, slave = pty.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "COLUMNS")}
-        env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", TAKE_TERMINAL, sys.executable, "-m", "mcp_tasks", *args],
-            stdin=subprocess.PIPE if piped else slave,
-            stdout=subprocess.PIPE,
-            stderr=slave,
-            cwd=cwd,
-            env=env,
-            start_new_session=True,
-        )
-        os.close(slave)
-        self.seen = b""
-
-    def expect(self, text: str) -> None:
-        while text.encode() not in self.seen:
-            ready, _, _ = select.select([self.master], [], [], 60)
-            try:
-                chunk = os.read(self.master, 4096) if ready else b""
-            except OSError:
-                chunk = b""
-            if not chunk:
-                self.proc.kill()
-                self.proc.communicate()
-                raise AssertionError(f"{text!r} never appeared; the terminal shows {self.seen!r}")
-            self.seen += chunk
-
-    def answer(self, text: str) -> None:
-        if self.proc.stdin is not None:
-            self.proc.stdin.write(text.encode() + b"\n")
-            self.proc.stdin.flush()
-        else:
-            os.write(self.master, text.encode() + b"\r")
-
-    def finish(self) -> tuple[int, str]:
-        if self.proc.stdin is not None:
-            self.proc.stdin.close()
-            self.proc.stdin = None
-        out, _ = self.proc.communicate(timeout=60)
-        while select.select([self.master], [], [], 0)[0]:
-            try:
-                chunk = os.read(self.master, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            self.seen += chunk
-        os.close(self.master)
-        return self.proc.returncode, out.decode()
-
-
-def render(raw: bytes, columns: int) -> list[str]:
-    """What a terminal `columns` wide shows after `raw`: carriage return, line feed, erase to the
-    end of the line, and wrapping at the last column (the only controls the command uses)."""
-    lines, row, col = [""], 0, 0
-    text = raw.decode(errors="replace").replace("\x1b[K", "\x00")
-    for ch in text:
-        if ch == "\r":
-            col = 0
-        elif ch == "\n":
-            row, col = row + 1, 0
-            if row == len(lines):
-                lines.append("")
-        elif ch == "\x00":
-            lines[row] = lines[row][:col]
-        else:
-            if col == columns:  # a character past the last column wraps
-                row, col = row + 1, 0
-                if row == len(lines):
-                    lines.append("")
-            line = lines[row].ljust(col)
-            lines[row] = line[:col] + ch + line[col + 1 :]
-            col += 1
-    return lines
+def cli_screen(cwd: Path, columns: int, *args: str, piped: bool) -> Screen:
+    """mcp-tasks `args` on a `Screen` `columns` wide."""
+    return Screen(cwd, columns, "-m", "mcp_tasks", *args, piped=piped)
 
 
 @pytest.fixture
@@ -159,7 +70,7 @@ def test_the_status_line_fits_the_terminal_and_prompts_keep_their_lines(
     survey: tuple[Survey, str], tmp_path: Path, columns: int, piped: bool
 ) -> None:
     made, url = survey
-    screen = Screen(tmp_path, columns, "call", url, "survey", piped=piped)
+    screen = cli_screen(tmp_path, columns, "call", url, "survey", piped=piped)
     screen.expect("working: first: copying")
     made.go[0].set()
     screen.expect("name [string] (empty to decline): ")
@@ -194,7 +105,7 @@ def test_the_status_line_fits_the_terminal_and_prompts_keep_their_lines(
 
 def test_ctrl_c_on_an_in_process_server_says_the_task_ends_with_it(tmp_path: Path) -> None:
     (tmp_path / "my_server.py").write_text(SERVER_MODULE)
-    screen = Screen(tmp_path, 80, "call", "my_server:server", "hold", piped=False)
+    screen = cli_screen(tmp_path, 80, "call", "my_server:server", "hold", piped=False)
     screen.expect("working: holding")
     os.write(screen.master, b"\x03")
     code, out = screen.finish()

@@ -5,70 +5,26 @@ asked one after the other, and no status line overwrites a prompt.
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
-import pty
 import re
-import select
-import struct
-import subprocess
-import sys
-import termios
 from pathlib import Path
 
 import pytest
 
-from tests.test_cli_screen import TAKE_TERMINAL, Screen, render
+from tests.screen.terminal import Screen, render
 
 PROGRAM = Path(__file__).resolve().parent / "screen" / "many_ask.py"
 PROMPT = "(empty to decline): "
 
 
-class ProgramScreen(Screen):
-    """`Screen`, running a script of the tests instead of the command line."""
-
-    def __init__(self, cwd: Path, columns: int, script: Path) -> None:  # (not Screen's: no command line)
-        self.columns = columns
-        self.master, slave = pty.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "COLUMNS")}
-        env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", TAKE_TERMINAL, sys.executable, str(script)],
-            stdin=slave,
-            stdout=subprocess.PIPE,
-            stderr=slave,
-            cwd=cwd,
-            env=env,
-            start_new_session=True,
-        )
-        os.close(slave)
-        self.seen = b""
-
-    def expect_count(self, text: str, count: int) -> None:
-        """Read until `text` has appeared `count` times."""
-        while self.seen.count(text.encode()) < count:
-            ready, _, _ = select.select([self.master], [], [], 60)
-            try:
-                chunk = os.read(self.master, 4096) if ready else b""
-            except OSError:
-                chunk = b""
-            if not chunk:
-                self.proc.kill()
-                self.proc.communicate()
-                raise AssertionError(f"{text!r} never appeared {count} times; the terminal shows {self.seen!r}")
-            self.seen += chunk
-
-
 @pytest.mark.parametrize("columns", [40, 80, 200])
 def test_a_set_and_two_questions_in_a_terminal(tmp_path: Path, columns: int) -> None:
-    screen = ProgramScreen(tmp_path, columns, PROGRAM)
+    screen = Screen(tmp_path, columns, str(PROGRAM))
     for round_ in (1, 2):
-        screen.expect_count("The server asks: Tell me, ", round_)
-        screen.expect_count("name [string] " + PROMPT, round_)
+        screen.expect("The server asks: Tell me, ", round_)
+        screen.expect("name [string] " + PROMPT, round_)
         screen.answer("Ada" if round_ == 1 else "Bob")
-        screen.expect_count("age [integer] " + PROMPT, round_)
+        screen.expect("age [integer] " + PROMPT, round_)
         screen.answer("36" if round_ == 1 else "41")
     code, out = screen.finish()
     assert code == 0, screen.seen
