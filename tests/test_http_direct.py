@@ -9,7 +9,6 @@ import shutil
 import socket
 import ssl
 import subprocess
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,29 +24,19 @@ class TlsServer(ForeignServer):
 
     def __init__(self, handler: Callable[[Request, Conn], None], context: ssl.SSLContext) -> None:
         self.context = context
-        super().__init__(handler)
+        super().__init__(handler, name="foreign-tls")
         self.url = self.url.replace("http://", "https://")
 
-    def _accept(self) -> None:
-        while not self._closed:
-            try:
-                raw, _ = self.listener.accept()
-            except OSError:
-                return
-            try:
-                sock = self.context.wrap_socket(raw, server_side=True)
-            except (OSError, ssl.SSLError):
-                raw.close()
-                continue
-            with self.lock:
-                self.connections += 1
-                self._socks.append(sock)
-            self._serve_in_thread(sock)
-
-    def _serve_in_thread(self, sock: socket.socket) -> None:
-        thread = threading.Thread(target=self._serve, args=(sock,), name="foreign-tls-conn", daemon=True)
-        self._threads.append(thread)
-        thread.start()
+    def accepted(self, sock: socket.socket) -> socket.socket | None:
+        """`sock` wrapped in TLS, counted (None when the handshake fails)."""
+        try:
+            wrapped = self.context.wrap_socket(sock, server_side=True)
+        except (OSError, ssl.SSLError):
+            sock.close()
+            return None
+        with self.lock:
+            self.connections += 1
+        return wrapped
 
 
 @pytest.fixture

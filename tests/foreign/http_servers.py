@@ -20,6 +20,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from tests.foreign.sockets import SocketServer
+
 ENVELOPE_VERSION = "2026-07-28"
 
 
@@ -160,32 +162,21 @@ def tool_result(request: Request, text: str = "ok") -> dict[str, Any]:
     return result(request, {"content": [{"type": "text", "text": text}], "isError": False})
 
 
-class ForeignServer:
+class ForeignServer(SocketServer):
     """A socket-level HTTP/1.1 server on 127.0.0.1; ``handler(request, conn)`` answers."""
 
-    def __init__(self, handler: Callable[[Request, Conn], None]) -> None:
+    quiet = (OSError, ValueError)  # a request line that does not parse ends its connection too
+
+    def __init__(self, handler: Callable[[Request, Conn], None], *, name: str = "foreign") -> None:
+        super().__init__(name, join=5.0)
         self.handler = handler
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.connections = 0
         self.requests: Counter[str] = Counter()
         self.seen: list[Request] = []
         self.hangups = threading.Semaphore(0)
-        self.lock = threading.Lock()
         self.cancelled: list[dict[str, Any]] = []  # the params of each notifications/cancelled
         self.cancel_arrived = threading.Condition(self.lock)
-        self._socks: list[socket.socket] = []
-        self._threads: list[threading.Thread] = []
-        self._closed = False
-        self._acceptor = threading.Thread(target=self._accept, name="foreign-accept", daemon=True)
-        self._acceptor.start()
-
-    def __enter__(self) -> ForeignServer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def count(self, method: str) -> int:
         with self.lock:
@@ -197,82 +188,47 @@ class ForeignServer:
             self.cancel_arrived.wait_for(lambda: bool(self.cancelled), timeout)
             return list(self.cancelled)
 
-    def close(self) -> None:
-        self._closed = True
-        try:
-            self.listener.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept (close alone does not)
-        except OSError:
-            pass
-        self._acceptor.join(5)
-        self.listener.close()
+    def accepted(self, sock: socket.socket) -> socket.socket | None:
+        """`sock`, counted, its answers sent without delay (TCP_NODELAY)."""
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         with self.lock:
-            socks = list(self._socks)
-        for sock in socks:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-        self._acceptor.join(5)
-        for thread in self._threads:
-            thread.join(5)
+            self.connections += 1
+        return sock
 
-    def _accept(self) -> None:
-        while not self._closed:
-            try:
-                sock, _ = self.listener.accept()
-            except OSError:
-                return
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            with self.lock:
-                self.connections += 1
-                self._socks.append(sock)
-            thread = threading.Thread(target=self._serve, args=(sock,), name="foreign-conn", daemon=True)
-            self._threads.append(thread)
-            thread.start()
-
-    def _serve(self, sock: socket.socket) -> None:
+    def serve(self, sock: socket.socket, reader: Any) -> None:
+        """Read each request of the connection and have the handler answer it."""
         conn = Conn(sock, self)
-        reader = sock.makefile("rb")
         number = 0
-        try:
-            while conn.keep_alive and not self._closed:
-                line = reader.readline()
-                if not line:
-                    return
-                method, path, _ = line.decode().split(" ", 2)
-                headers: dict[str, str] = {}
-                names: list[str] = []
-                while (header := reader.readline()) not in (b"\r\n", b"\n", b""):
-                    name, _, value = header.decode().partition(":")
-                    headers[name.strip().lower()] = value.strip()
-                    names.append(name.strip().lower())
-                body = reader.read(int(headers.get("content-length", "0")))
-                request = Request(method, path, headers, body, number + 1, names)
-                if request.rpc_method == "server/discover":  # the client's era probe: a 2026-07-28 server
-                    conn.json(result(request, {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}))
-                    continue  # not numbered: handlers see the requests after it
-                if request.rpc_method == "notifications/cancelled":
-                    with self.cancel_arrived:
-                        self.cancelled.append(request.params)
-                        self.cancel_arrived.notify_all()
-                    conn.empty()
-                    continue
-                number += 1
-                with self.lock:
-                    self.requests[request.rpc_method or method] += 1
-                    self.seen.append(request)
-                try:
-                    self.handler(request, conn)
-                except Hangup:
-                    return
-        except (OSError, ValueError):
-            return
-        finally:
-            reader.close()
+        while conn.keep_alive and not self.stop.is_set():
+            line = reader.readline()
+            if not line:
+                return
+            method, path, _ = line.decode().split(" ", 2)
+            headers: dict[str, str] = {}
+            names: list[str] = []
+            while (header := reader.readline()) not in (b"\r\n", b"\n", b""):
+                name, _, value = header.decode().partition(":")
+                headers[name.strip().lower()] = value.strip()
+                names.append(name.strip().lower())
+            body = reader.read(int(headers.get("content-length", "0")))
+            request = Request(method, path, headers, body, number + 1, names)
+            if request.rpc_method == "server/discover":  # the client's era probe: a 2026-07-28 server
+                conn.json(result(request, {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}))
+                continue  # not numbered: handlers see the requests after it
+            if request.rpc_method == "notifications/cancelled":
+                with self.cancel_arrived:
+                    self.cancelled.append(request.params)
+                    self.cancel_arrived.notify_all()
+                conn.empty()
+                continue
+            number += 1
+            with self.lock:
+                self.requests[request.rpc_method or method] += 1
+                self.seen.append(request)
             try:
-                sock.close()
-            except OSError:
-                pass
+                self.handler(request, conn)
+            except Hangup:
+                return
 
 
 def reset(conn: Conn) -> None:

@@ -20,12 +20,14 @@ import socket
 import threading
 from typing import Any
 
+from tests.foreign.sockets import ENDLESS_HEAD, SocketServer, read_headers, trickle
+
 MODES = ("silent", "headers", "body")
 PAUSE = 0.05  # seconds between two trickled bytes
 HOLD = 120.0  # the most a connection is held (a test that is done closes the server first)
 
 
-class StalledServer:
+class StalledServer(SocketServer):
     """See the module's docstring; `url` is its endpoint. A context manager: closing it ends every
     connection and joins its threads.
     """
@@ -33,10 +35,9 @@ class StalledServer:
     def __init__(self, mode: str) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        super().__init__("stalled")
         self.mode = mode
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/mcp"
-        self.lock = threading.Lock()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.methods: list[str] = []  # every JSON-RPC method received, in order
         self.stalled = threading.Event()  # set once a request's answer is being stalled
         self.noticed = threading.Event()  # set once a notifications/cancelled arrived
@@ -44,17 +45,6 @@ class StalledServer:
         self.client_waited: bool | None = None  # see the module's docstring (None: not released yet)
         self.answered = threading.Event()  # set once the held notice was looked at and answered
         self._release = threading.Event()
-        self._stop = threading.Event()
-        self._socks: list[socket.socket] = []
-        self._threads: list[threading.Thread] = []
-        self._acceptor = threading.Thread(target=self._accept, name="stalled-accept", daemon=True)
-        self._acceptor.start()
-
-    def __enter__(self) -> StalledServer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def release(self) -> None:
         """Let the held notice be answered (after the server looked whether the client waits)."""
@@ -62,61 +52,26 @@ class StalledServer:
 
     def close(self) -> None:
         """End every connection and join the threads."""
-        self._stop.set()
+        self.stop.set()
         self._release.set()
-        try:
-            self.listener.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self._acceptor.join(10)
-        self.listener.close()
-        with self.lock:
-            socks = list(self._socks)
-        for sock in socks:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-        for thread in self._threads:
-            thread.join(10)
+        super().close()
 
     # -- serving --------------------------------------------------------------------------------
 
-    def _accept(self) -> None:
-        while not self._stop.is_set():
-            try:
-                sock, _ = self.listener.accept()
-            except OSError:
+    def serve(self, sock: socket.socket, reader: Any) -> None:
+        """Read each request; hold a cancellation notice, stall any other request's answer."""
+        while not self.stop.is_set():
+            message = _read_request(reader)
+            if message is None:
                 return
+            method = str(message.get("method"))
             with self.lock:
-                self._socks.append(sock)
-            thread = threading.Thread(target=self._serve, args=(sock,), name="stalled-conn", daemon=True)
-            self._threads.append(thread)
-            thread.start()
-
-    def _serve(self, sock: socket.socket) -> None:
-        reader = sock.makefile("rb")
-        try:
-            while not self._stop.is_set():
-                message = _read_request(reader)
-                if message is None:
-                    return
-                method = str(message.get("method"))
-                with self.lock:
-                    self.methods.append(method)
-                if method == "notifications/cancelled":
-                    self._hold_notice(sock, message)
-                    continue
-                self._stall(sock)
-                return
-        except OSError:
+                self.methods.append(method)
+            if method == "notifications/cancelled":
+                self._hold_notice(sock, message)
+                continue
+            self._stall(sock)
             return
-        finally:
-            reader.close()
-            try:
-                sock.close()
-            except OSError:
-                pass
 
     def _hold_notice(self, sock: socket.socket, message: dict[str, Any]) -> None:
         with self.lock:
@@ -134,22 +89,15 @@ class StalledServer:
     def _stall(self, sock: socket.socket) -> None:
         self.stalled.set()
         if self.mode == "silent":
-            self._stop.wait(HOLD)
+            self.stop.wait(HOLD)
             return
         if self.mode == "headers":
-            head = b"HTTP/1.1 200 OK\r\n" + b"".join(b"X-Pad-%d: %s\r\n" % (i, b"a" * 30) for i in range(400))
-            self._trickle(sock, head)
+            trickle(sock, ENDLESS_HEAD, PAUSE, self.stop)
             return
         body = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"pad": "a" * 4000}}).encode()
         head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
         sock.sendall(head)
-        self._trickle(sock, body)
-
-    def _trickle(self, sock: socket.socket, data: bytes) -> None:
-        for i in range(len(data)):
-            if self._stop.wait(PAUSE):
-                return
-            sock.sendall(data[i : i + 1])  # OSError once the client cut the connection
+        trickle(sock, body, PAUSE, self.stop)
 
 
 def _read_request(reader: Any) -> dict[str, Any] | None:
@@ -157,11 +105,7 @@ def _read_request(reader: Any) -> dict[str, Any] | None:
     line = reader.readline()
     if not line:
         return None
-    length = 0
-    while (header := reader.readline()) not in (b"\r\n", b"\n", b""):
-        name, _, value = header.decode("latin-1").partition(":")
-        if name.strip().lower() == "content-length":
-            length = int(value.strip())
+    length = int(read_headers(reader).get("content-length") or 0)
     body = reader.read(length) if length else b"{}"
     found = json.loads(body or b"{}")
     return found if isinstance(found, dict) else {}

@@ -30,13 +30,15 @@ import threading
 import urllib.parse
 from typing import Any
 
+from tests.foreign.sockets import ENDLESS_HEAD, SocketServer, read_headers, trickle
+
 PAUSE = 0.25  # seconds between two trickled bytes
 HOLD = 120.0  # the most a trickle lasts (a test that is done closes the server first)
 ENDPOINTS = ("resource_metadata", "metadata", "register", "token", "refresh", "idp")
 _ID_JAG = "urn:ietf:params:oauth:token-type:id-jag"
 
 
-class TricklingOAuth:
+class TricklingOAuth(SocketServer):
     """See the module's docstring; `url` is the MCP endpoint, `base` its origin, `issuer` the
     authorization server's.
     """
@@ -44,95 +46,41 @@ class TricklingOAuth:
     def __init__(self, trickles: str | None = None, *, issuer_host: str = "127.0.0.1") -> None:
         if trickles is not None and trickles not in ENDPOINTS:
             raise ValueError(f"trickles must be one of {ENDPOINTS} or None, got {trickles!r}")
+        super().__init__("oauth-trickle")
         self.trickles = trickles
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.base = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.base = f"http://127.0.0.1:{self.port}"
         self.url = f"{self.base}/mcp"
-        self.issuer = f"http://{issuer_host}:{self.listener.getsockname()[1]}"  # another origin, if told
-        self.lock = threading.Lock()
+        self.issuer = f"http://{issuer_host}:{self.port}"  # another origin, if told
         self.seen: list[str] = []
         self.headers: dict[str, dict[str, str]] = {}  # the last request's headers (lower-cased names) per entry of seen
         self.tokens: set[str] = set()
         self.trickling = threading.Event()
-        self.stop = threading.Event()
-        self._socks: list[socket.socket] = []
-        self._threads: list[threading.Thread] = []
-        self._acceptor = threading.Thread(target=self._accept, name="oauth-trickle-accept", daemon=True)
-        self._acceptor.start()
-
-    def __enter__(self) -> TricklingOAuth:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def revoke(self) -> None:
         """Every access token issued so far is refused from now on."""
         with self.lock:
             self.tokens.clear()
 
-    def close(self) -> None:
-        """End every connection (a trickle too) and join the threads."""
-        self.stop.set()
-        try:
-            self.listener.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self._acceptor.join(10)
-        self.listener.close()
+    def serve(self, sock: socket.socket, reader: Any) -> None:
+        """Answer the connection's one request, or trickle if its endpoint is the one that does."""
+        line = reader.readline().decode("latin-1")
+        headers = read_headers(reader)
+        length = int(headers.get("content-length") or 0)
+        body = reader.read(length) if length else b""
+        method, _, rest = line.partition(" ")
+        path = urllib.parse.urlsplit(rest.rpartition(" ")[0]).path
+        endpoint, status, answer, extra = self._answer(method, path, headers, body)
         with self.lock:
-            socks = list(self._socks)
-        for sock in socks:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-        for thread in self._threads:
-            thread.join(10)
-
-    def _accept(self) -> None:
-        while not self.stop.is_set():
-            try:
-                sock, _ = self.listener.accept()
-            except OSError:
-                return
-            with self.lock:
-                self._socks.append(sock)
-            thread = threading.Thread(target=self._serve, args=(sock,), name="oauth-trickle-conn", daemon=True)
-            self._threads.append(thread)
-            thread.start()
-
-    def _serve(self, sock: socket.socket) -> None:
-        reader = sock.makefile("rb")
-        try:
-            line = reader.readline().decode("latin-1")
-            headers: dict[str, str] = {}
-            while (header := reader.readline()) not in (b"\r\n", b"\n", b""):
-                name, _, value = header.decode("latin-1").partition(":")
-                headers[name.strip().lower()] = value.strip()
-            length = int(headers.get("content-length") or 0)
-            body = reader.read(length) if length else b""
-            method, _, rest = line.partition(" ")
-            path = urllib.parse.urlsplit(rest.rpartition(" ")[0]).path
-            endpoint, status, answer, extra = self._answer(method, path, headers, body)
-            with self.lock:
-                self.seen.append(endpoint)
-                self.headers[endpoint] = headers
-            if endpoint.partition(" ")[0] == self.trickles or endpoint == f"token {self.trickles}":
-                self._trickle(sock)
-                return
-            data = json.dumps(answer).encode()
-            head = f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n"
-            head += "".join(f"{k}: {v}\r\n" for k, v in extra.items()) + "Connection: close\r\n\r\n"
-            sock.sendall(head.encode() + data)
-        except OSError:
+            self.seen.append(endpoint)
+            self.headers[endpoint] = headers
+        if endpoint.partition(" ")[0] == self.trickles or endpoint == f"token {self.trickles}":
+            self.trickling.set()
+            trickle(sock, ENDLESS_HEAD, PAUSE, self.stop)
             return
-        finally:
-            reader.close()
-            try:
-                sock.close()
-            except OSError:
-                pass
+        data = json.dumps(answer).encode()
+        head = f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n"
+        head += "".join(f"{k}: {v}\r\n" for k, v in extra.items()) + "Connection: close\r\n\r\n"
+        sock.sendall(head.encode() + data)
 
     def _answer(
         self, method: str, path: str, headers: dict[str, str], body: bytes
@@ -175,11 +123,3 @@ class TricklingOAuth:
             answer = {"access_token": token, "token_type": "Bearer", "refresh_token": secrets.token_urlsafe(16)}
             return f"token {kind}", "200 OK", answer, {}
         return f"{method} {path}", "404 Not Found", {"error": "not_found"}, {}
-
-    def _trickle(self, sock: socket.socket) -> None:
-        self.trickling.set()
-        head = b"HTTP/1.1 200 OK\r\n" + b"".join(b"X-Pad-%d: %s\r\n" % (i, b"a" * 30) for i in range(400))
-        for i in range(len(head)):
-            if self.stop.wait(PAUSE):
-                return
-            sock.sendall(head[i : i + 1])  # OSError once the client cut the connection
