@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from mcp_tasks._cli_adopt import add_adopt_command
 from mcp_tasks._cli_help import HelpFormatter
@@ -191,31 +192,20 @@ def build_parser() -> argparse.ArgumentParser:
     add_store_option(wait)
     wait.add_argument("--session", metavar="SESSION_ID", help=SESSION_HELP)
 
-    get = commands.add_parser(
+    _add_task_command(
+        commands,
+        common,
         "get",
-        parents=[common],
-        help="print a task's status (JSON) without waiting",
-        description=f"Print a task's status on stdout (JSON), without waiting.\n\n{TARGET_FORMS}",
-        epilog=EPILOG,
-        formatter_class=HelpFormatter,
+        summary="print a task's status (JSON) without waiting",
+        description="Print a task's status on stdout (JSON), without waiting.",
     )
-    get.add_argument("target", metavar="TARGET", help=TARGET_HELP)
-    get.add_argument("task_id", metavar="TASK_ID", help=TASK_ID_HELP)
-    get.add_argument("--session", metavar="SESSION_ID", help=SESSION_HELP)
-    add_store_option(get, LOOKUP_HELP)
-
-    cancel = commands.add_parser(
+    _add_task_command(
+        commands,
+        common,
         "cancel",
-        parents=[common],
-        help="ask the server to cancel a task",
-        description=f"Ask the server to cancel a task (it stops the task when it can).\n\n{TARGET_FORMS}",
-        epilog=EPILOG,
-        formatter_class=HelpFormatter,
+        summary="ask the server to cancel a task",
+        description="Ask the server to cancel a task (it stops the task when it can).",
     )
-    cancel.add_argument("target", metavar="TARGET", help=TARGET_HELP)
-    cancel.add_argument("task_id", metavar="TASK_ID", help=TASK_ID_HELP)
-    cancel.add_argument("--session", metavar="SESSION_ID", help=SESSION_HELP)
-    add_store_option(cancel, LOOKUP_HELP)
 
     tools = commands.add_parser(
         "tools",
@@ -253,3 +243,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--transport", choices=("direct", "stdio", "http"), default="direct", help="how to reach it (default direct)"
     )
     return parser
+
+
+def _add_task_command(
+    commands: Any, common: argparse.ArgumentParser, name: str, *, summary: str, description: str
+) -> None:
+    """Add a command on one task at a TARGET (``get``, ``cancel``): `summary` for the list of
+    commands, `description` atop its help; ``--session``, and ``--store`` to look the task up in.
+    """
+    command = commands.add_parser(
+        name,
+        parents=[common],
+        help=summary,
+        description=f"{description}\n\n{TARGET_FORMS}",
+        epilog=EPILOG,
+        formatter_class=HelpFormatter,
+    )
+    command.add_argument("target", metavar="TARGET", help=TARGET_HELP)
+    command.add_argument("task_id", metavar="TASK_ID", help=TASK_ID_HELP)
+    command.add_argument("--session", metavar="SESSION_ID", help=SESSION_HELP)
+    add_store_option(command, LOOKUP_HELP)
