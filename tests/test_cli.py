@@ -11,7 +11,6 @@ import select
 import shlex
 import subprocess
 import sys
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,40 +18,9 @@ import pytest
 
 import mcp_tasks as mt
 from mcp_tasks import cli
-from mcp_tasks.server import Server, serve_http
+from mcp_tasks.server import Server
+from tests.cli_server import SERVER_MODULE, served_over_http
 from tests.foreign.modern_http_tasks import ModernHttpTasksServer
-
-SERVER_MODULE = textwrap.dedent(
-    """
-    from mcp_tasks.server import Server, ToolError
-
-    server = Server(poll_interval=0.05)
-
-    @server.tool(task="optional")
-    def ask_name(ctx) -> dict:
-        schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
-        answer = ctx.elicit("name", "What is your name?", schema)
-        return {"hello": (answer.get("content") or {}).get("name"), "action": answer["action"]}
-
-    @server.tool(task="optional")
-    def hold(ctx) -> dict:
-        ctx.report("holding")
-        ctx.sleep(3600)
-        return {}
-
-    @server.tool(task="optional")
-    def boom(ctx) -> dict:
-        raise RuntimeError("disk full")
-
-    @server.tool(task="forbidden")
-    def shout(ctx, text: str) -> dict:
-        return {"text": text.upper()}
-
-    @server.tool(task="optional")
-    def refuse(ctx) -> dict:
-        raise ToolError("no such report")
-    """
-)
 
 # Makes the pseudo-terminal the child's controlling terminal (so Ctrl-C reaches it), then runs
 # the command: no fork in this (threaded) test process.
@@ -166,11 +134,8 @@ def test_the_status_line_ticks_and_ctrl_c_says_what_became_of_the_task(project: 
 
 @pytest.fixture
 def http_url() -> Iterator[str]:
-    server = Server(poll_interval=0.05)
-    exec(SERVER_MODULE.replace("server = Server(poll_interval=0.05)", ""), {"server": server})
-    with serve_http(server) as http:
-        yield http.url
-    server.close()
+    with served_over_http() as url:
+        yield url
 
 
 def run(*args: str, cwd: Path | None = None, stdin: str = "") -> subprocess.CompletedProcess[str]:

@@ -21,9 +21,9 @@ from mcp_tasks._cli_hints import in_cli_terms
 from mcp_tasks._cli_parser import UsageError
 from mcp_tasks._cli_target import check_target
 from mcp_tasks._redact import short_id
-from mcp_tasks.server import Server, serve_http
+from tests.cli_server import served_over_http
 from tests.foreign.modern_http_tasks import ModernHttpTasksServer
-from tests.test_cli import SERVER_MODULE, run
+from tests.test_cli import run
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,11 +36,8 @@ PYTHON_TERMS = re.compile(
 
 @pytest.fixture
 def http_url() -> Iterator[str]:
-    server = Server(poll_interval=0.05)
-    exec(SERVER_MODULE.replace("server = Server(poll_interval=0.05)", ""), {"server": server})
-    with serve_http(server) as http:
-        yield http.url
-    server.close()
+    with served_over_http() as url:
+        yield url
 
 
 def _status(state: str, **fields: object) -> mt.Status:

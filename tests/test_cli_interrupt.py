@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from mcp_tasks import cli
-from mcp_tasks.server import Server, serve_http
+from tests.cli_server import SERVER_MODULE, served_over_http
 from tests.foreign.legacy_stdio_tasks import Reports
-from tests.test_cli import SERVER_MODULE, Terminal
+from tests.test_cli import Terminal
 
 SHOUT = ("call", "my_server:server", "shout", '{"text": "hi"}')
 
@@ -67,11 +67,8 @@ def test_ctrl_c_on_stdio_tells_the_server_and_ends_it_without_the_grace(
 
 @pytest.fixture
 def http_url() -> Iterator[str]:
-    server = Server(poll_interval=0.05)
-    exec(SERVER_MODULE.replace("server = Server(poll_interval=0.05)", ""), {"server": server})
-    with serve_http(server) as http:
-        yield http.url
-    server.close()
+    with served_over_http() as url:
+        yield url
 
 
 def spans_in(stderr: str) -> list[dict[str, Any]]:

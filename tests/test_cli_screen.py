@@ -19,10 +19,11 @@ import pytest
 
 from mcp_tasks import cli
 from mcp_tasks.server import Server, ToolContext, serve_http
+from tests.cli_server import SERVER_MODULE, served_over_http
 from tests.foreign.legacy_http_tasks import LegacyHttpTasksServer
 from tests.foreign.modern_http_tasks import ModernHttpTasksServer
 from tests.screen.terminal import Screen, render
-from tests.test_cli import SERVER_MODULE, run
+from tests.test_cli import run
 
 LONG = "copying the quarterly export to the archive, one very long status message " * 4
 
@@ -137,11 +138,8 @@ def test_no_wait_refuses_a_server_that_dies_with_the_command(tmp_path: Path, kin
 
 @pytest.fixture
 def http_url() -> Iterator[str]:
-    server = Server(poll_interval=0.05)
-    exec(SERVER_MODULE.replace("server = Server(poll_interval=0.05)", ""), {"server": server})
-    with serve_http(server) as http:
-        yield http.url
-    server.close()
+    with served_over_http() as url:
+        yield url
 
 
 def test_no_wait_on_a_tool_that_is_not_a_task_says_it_ran_synchronously(http_url: str) -> None:

@@ -16,18 +16,15 @@ import pytest
 import mcp_tasks as mt
 from mcp_tasks import cli
 from mcp_tasks._redact import short_id
-from mcp_tasks.server import Server, serve_http
+from tests.cli_server import served_over_http
 from tests.conftest import ROOT
-from tests.test_cli import SERVER_MODULE, Terminal
+from tests.test_cli import Terminal
 
 
 @pytest.fixture
 def http_url() -> Iterator[str]:
-    server = Server(poll_interval=0.05)
-    exec(SERVER_MODULE.replace("server = Server(poll_interval=0.05)", ""), {"server": server})
-    with serve_http(server) as http:
-        yield http.url
-    server.close()
+    with served_over_http() as url:
+        yield url
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
