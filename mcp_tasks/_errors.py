@@ -158,3 +158,4 @@ for _name in __all__:
     _value = globals()[_name]
     if isinstance(_value, type):
         _value.__module__ = __name__
+del _name, _value
