@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -332,3 +333,41 @@ def test_without_psycopg_the_core_works_and_the_store_names_the_extra(tmp_path: 
     done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "t.db")], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
     assert "pip install 'mcp_tasks[postgres]'" in done.stdout
+
+
+@pytest.mark.parametrize("batch", ["renew_many", "release_many", "finish_many"])
+def test_a_batch_of_leases_locks_them_in_the_order_of_their_ids(pg_store: Any, pg_url: str, batch: str) -> None:
+    """Two batches of one process (its renewal and a round of ends) or of two never deadlock:
+    each locks the lease rows in the order of their ids, whatever order they are stored or given
+    in. Held up at t-2, this one holds t-1 and not yet t-3.
+    """
+    holder = new_holder()
+    for task_id in ("t-3", "t-2", "t-1"):  # stored in the reverse of their order
+        pg_store.record(mt.TaskRef("http://127.0.0.1:9/mcp", task_id))
+        assert pg_store.acquire(task_id, holder, 600)
+    pairs = [("t-3", holder), ("t-2", holder), ("t-1", holder)]
+    done = working("x", mt.TaskState.COMPLETED)
+    calls = {
+        "renew_many": lambda: pg_store.renew_many(pairs, 600),
+        "release_many": lambda: pg_store.release_many(pairs),
+        "finish_many": lambda: pg_store.finish_many([(task_id, done, holder) for task_id, _ in pairs]),
+    }
+    leases = '"mcp_tasks".leases'
+    with psycopg.connect(pg_url) as blocker, psycopg.connect(pg_url, autocommit=True) as probe:
+        blocker.execute(f"SELECT 1 FROM {leases} WHERE task_id = 't-2' FOR UPDATE")
+        running = Background(calls[batch])
+        waiting = (
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
+        )
+        eventually(lambda: (probe.execute(waiting).fetchone() or [0])[0] == 1, 30, "the batch waiting at t-2")
+
+        def locked(task_id: str) -> bool:
+            try:
+                probe.execute(f"SELECT 1 FROM {leases} WHERE task_id = %s FOR UPDATE NOWAIT", (task_id,))
+            except psycopg.errors.LockNotAvailable:
+                return True
+            return False
+
+        assert locked("t-1") and not locked("t-3")
+        blocker.rollback()
+        running.result()

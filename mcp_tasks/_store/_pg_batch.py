@@ -40,8 +40,18 @@ class Tables:
         return cls(f"{quoted}.tasks", f"{quoted}.answers", f"{quoted}.leases")
 
 
+def _lock_leases(conn: Conn, t: Tables, task_ids: Sequence[str]) -> None:
+    """Lock the lease rows of `task_ids` in the order of their ids: every batch that writes many
+    leases locks them so first, and two batches (a renewal and a round of ends) never deadlock.
+    """
+    conn.execute(
+        f"SELECT 1 FROM {t.leases} WHERE task_id = ANY(%s) ORDER BY task_id FOR UPDATE", (sorted(set(task_ids)),)
+    )
+
+
 def renew_many(conn: Conn, t: Tables, pairs: Sequence[tuple[str, str]], ttl: float) -> list[bool]:
     """Extend each ``(task_id, holder)`` lease its holder still holds; for each, whether it did."""
+    _lock_leases(conn, t, [task_id for task_id, _ in pairs])
     rows = conn.execute(
         f"UPDATE {t.leases} AS l SET expires = {_EXPIRES} "
         "FROM unnest(%(ts)s::text[], %(hs)s::text[]) AS r(task_id, holder) "
@@ -81,6 +91,7 @@ def acquire_many(conn: Conn, t: Tables, wanted: Sequence[str], holder: str, ttl:
 
 def release_many(conn: Conn, t: Tables, pairs: Sequence[tuple[str, str]]) -> None:
     """Free each ``(task_id, holder)`` lease its holder holds."""
+    _lock_leases(conn, t, [task_id for task_id, _ in pairs])
     conn.execute(
         f"DELETE FROM {t.leases} AS l USING unnest(%s::text[], %s::text[]) AS r(task_id, holder) "
         "WHERE l.task_id = r.task_id AND l.holder = r.holder",
@@ -99,6 +110,7 @@ def finish_many(conn: Conn, t: Tables, ends: Sequence[tuple[str, Status, str | N
     ).fetchall()
     refs = [TaskRef.from_json(ref).with_status(last[task_id]) for task_id, ref in rows]
     leases = sorted({(task_id, holder) for task_id, _, holder in ends if holder is not None})
+    _lock_leases(conn, t, [task_id for task_id, _ in leases])
     conn.execute(
         f"WITH f AS (UPDATE {t.tasks} AS k SET finished = r.finished, updated_at = now(), ref = r.ref "
         "FROM unnest(%(ts)s::text[], %(fs)s::boolean[], %(rs)s::text[]) AS r(task_id, finished, ref) "
