@@ -14,7 +14,6 @@ Data flows one way: your code -> these helpers -> `Client` -> a transport -> the
 """
 
 from mcp_tasks._client import UNSET, Client
-from mcp_tasks._display import StatusDisplay
 from mcp_tasks._errors import (
     InputError,
     InputRequired,
@@ -33,11 +32,12 @@ from mcp_tasks._input import InputHandlers
 from mcp_tasks._logs import install as _escape_log_lines
 from mcp_tasks._oauth import FileTokenStore, MemoryTokenStore, OAuth, TokenStore
 from mcp_tasks._options import ClientOptions
-from mcp_tasks._progress import SetProgress, SetSnapshot
-from mcp_tasks._retry import Retry
+from mcp_tasks._people._display import StatusDisplay
+from mcp_tasks._people._progress import SetProgress, SetSnapshot
+from mcp_tasks._session._retry import Retry
+from mcp_tasks._session._subscription import Closed, Dropped, Notification, Subscription
 from mcp_tasks._status import Status, TaskState
 from mcp_tasks._store import PostgresTaskStore, SqliteTaskStore, StoreError, TaskRef, TaskStore, open_store
-from mcp_tasks._subscription import Closed, Dropped, Notification, Subscription
 from mcp_tasks._tasks import (
     CANCEL_BUDGET,
     CallOptions,

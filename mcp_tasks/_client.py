@@ -11,13 +11,13 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any, Literal
 
-from mcp_tasks._agreement import Agreement
-from mcp_tasks._channel import Channel
 from mcp_tasks._clock import Deadline
 from mcp_tasks._errors import METHOD_NOT_FOUND, McpError
 from mcp_tasks._input import InputHandlers
 from mcp_tasks._options import UNSET, ClientOptions, ClientSettings, check_meta, resolve_timeout
-from mcp_tasks._subscription import Subscription, check_buffer_options
+from mcp_tasks._session._agreement import Agreement
+from mcp_tasks._session._channel import Channel
+from mcp_tasks._session._subscription import Subscription, check_buffer_options
 from mcp_tasks.transports._base import Transport
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from mcp_tasks._input_kinds import INPUT_KINDS, kind_of
 from mcp_tasks._redact import redact_ids, short_id
 
 if TYPE_CHECKING:
-    from mcp_tasks._prompt import Prompter
+    from mcp_tasks._people._prompt import Prompter
 
 
 class InputSubject(Protocol):
@@ -93,7 +93,7 @@ class InputHandlers:
         wait's deadline (``timeout=``), and leaves the queue when the client closes or its future
         is cancelled.
         """
-        from mcp_tasks._prompt import interactive_handlers
+        from mcp_tasks._people._prompt import interactive_handlers
 
         form, url = interactive_handlers(prompter)
         return cls(form=form, url=url, sampling=sampling, roots=roots)

@@ -9,11 +9,11 @@ from typing import Any, Protocol, TypedDict
 
 import attrs
 
-from mcp_tasks._agreement import check_protocol
 from mcp_tasks._clock import check_timeout
 from mcp_tasks._input import InputHandlers, capabilities_for
 from mcp_tasks._input_kinds import INPUT_KINDS, InputKind
-from mcp_tasks._retry import Retry
+from mcp_tasks._session._agreement import check_protocol
+from mcp_tasks._session._retry import Retry
 from mcp_tasks._store._protocol import TaskStore, check_store
 from mcp_tasks._version import __version__
 
@@ -221,7 +221,7 @@ class ClientSettings:
         if self.propagate_baggage and not self.tracing:
             raise TypeError("propagate_baggage=True needs a traced client: trace=True or a tracer_provider")
         if self.tracing:
-            from mcp_tasks._trace_hook import require_tracing
+            from mcp_tasks._tracing import require_tracing
 
             require_tracing()  # no OpenTelemetry: fail here, before a transport starts anything
 

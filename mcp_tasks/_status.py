@@ -187,13 +187,13 @@ class Status:
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         """IPython's pretty form: status, short id, message, timestamps and a payload summary."""
-        from mcp_tasks._display import pretty, status_rows
+        from mcp_tasks._people._display import pretty, status_rows
 
         pretty("Status", status_rows(self), printer, cycle)
 
     def _repr_html_(self) -> str:
         """The same as an HTML table, for notebooks."""
-        from mcp_tasks._display import status_html
+        from mcp_tasks._people._display import status_html
 
         return status_html(self)
 

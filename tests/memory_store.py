@@ -1,5 +1,5 @@
 """A task store in memory, written from the README's contract alone: the second implementation
-the contract tests run against (tests/test_store.py), and the shape a team's own store takes.
+the contract tests run against (tests/store/test_store.py), and the shape a team's own store takes.
 """
 
 from __future__ import annotations

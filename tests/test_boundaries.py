@@ -21,7 +21,7 @@ CLIENT_MODULES = frozenset(
         "mcp_tasks._input",
         "mcp_tasks._tasks",
         "mcp_tasks._wait",
-        "mcp_tasks._subscription",
+        "mcp_tasks._session._subscription",
         "mcp_tasks.transports",
     }
 )
@@ -113,12 +113,12 @@ def test_the_server_does_not_import_the_client(module: str) -> None:
 
 SESSION = (
     "mcp_tasks._client",
-    "mcp_tasks._channel",
-    "mcp_tasks._negotiation",
-    "mcp_tasks._requester",
-    "mcp_tasks._tool_headers",
-    "mcp_tasks._dispatch",
-    "mcp_tasks._agreement",
+    "mcp_tasks._session._channel",
+    "mcp_tasks._session._negotiation",
+    "mcp_tasks._session._requester",
+    "mcp_tasks._session._tool_headers",
+    "mcp_tasks._session._dispatch",
+    "mcp_tasks._session._agreement",
     "mcp_tasks._options",
 )
 TASKS = sorted(n for n in MODULES if n.startswith("mcp_tasks._tasks"))
@@ -169,12 +169,12 @@ def module_level_imports(path: Path) -> set[str]:
     return {m for m in found if m.startswith("mcp_tasks.")}
 
 
-@pytest.mark.parametrize("module", ["mcp_tasks._error_display", "mcp_tasks._status"])
+@pytest.mark.parametrize("module", ["mcp_tasks._errors._display", "mcp_tasks._status"])
 def test_errors_and_statuses_load_the_display_only_to_display(module: str) -> None:
     loaded = module_level_imports(MODULES[module])
     assert "mcp_tasks._errors" in loaded or "mcp_tasks._redact" in loaded  # the check sees imports
-    assert "mcp_tasks._display" not in loaded
-    assert "mcp_tasks._display" in GRAPH[module]  # imported where something is displayed
+    assert "mcp_tasks._people._display" not in loaded
+    assert "mcp_tasks._people._display" in GRAPH[module]  # imported where something is displayed
 
 
 def test_no_import_cycle_inside_the_tasks_code() -> None:

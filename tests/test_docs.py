@@ -19,7 +19,7 @@ import pytest
 import mcp_tasks as mt
 import mcp_tasks.server
 from mcp_tasks import cli
-from mcp_tasks._demo import run_demo
+from mcp_tasks.cli._demo import run_demo
 from tests.conftest import ROOT, STDIO_SERVER
 
 README = (ROOT / "README.md").read_text()

@@ -23,11 +23,11 @@ import pytest
 
 import mcp_tasks as mt
 from mcp_tasks import cli
-from mcp_tasks._display import StatusDisplay, clip, status_line
+from mcp_tasks._people._display import StatusDisplay, clip, status_line
+from mcp_tasks._people._prompt import TextPrompter
 from mcp_tasks._printable import json_text, link_to_open, printable
-from mcp_tasks._prompt import TextPrompter
 from mcp_tasks._status import Status
-from tests.test_cli import Terminal
+from tests.cli.test_commands import Terminal
 
 ESC = "\x1b"
 OSC8 = f"{ESC}]8;;https://evil.example/steal{ESC}\\https://accounts.example.com/consent{ESC}]8;;{ESC}\\"

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 import mcp_tasks as mt
-from mcp_tasks._display import status_line
 from mcp_tasks._input import input_failure
+from mcp_tasks._people._display import status_line
 from mcp_tasks._redact import SECRET_LENGTH, redact_ids, redact_text, short_id
 
 # Two task ids as a server that prefixes every id with its session's hex makes them.

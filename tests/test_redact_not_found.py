@@ -17,10 +17,10 @@ import mcp_tasks as mt
 from mcp_tasks import cli
 from mcp_tasks._redact import short_id
 from mcp_tasks.server import Server, serve_http
+from tests.cli.test_commands import run
 from tests.foreign.legacy_http_tasks import LegacyHttpTasksServer
 from tests.foreign.listen_tasks import ListenTasksServer
 from tests.foreign.modern_http_tasks import ModernHttpTasksServer
-from tests.test_cli import run
 
 LONG = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG"  # the id of the report
 UUID = str(uuid.UUID(int=0x2C1ACAC3DAA349D4A28CF1DDCC435A06))

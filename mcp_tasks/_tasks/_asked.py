@@ -9,12 +9,12 @@ from collections import OrderedDict
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
-from mcp_tasks._asking import asking_for
+from mcp_tasks._people._asking import asking_for
 from mcp_tasks._tasks._record import RESUMING
 
 if TYPE_CHECKING:
-    from mcp_tasks._channel import Channel
     from mcp_tasks._client import Client
+    from mcp_tasks._session._channel import Channel
 
 __all__ = ["ToolNames", "asking_about", "remember_tool"]
 

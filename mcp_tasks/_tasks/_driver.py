@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from mcp_tasks._asking import wake_turns
 from mcp_tasks._clock import Deadline
 from mcp_tasks._errors import InputRequired, McpError, TaskCancelled, TaskFailed
+from mcp_tasks._people._asking import wake_turns
 from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status, TaskState
 from mcp_tasks._tasks._group import Group
@@ -37,8 +37,8 @@ from mcp_tasks._tasks._workers import Workers
 from mcp_tasks._threads import join_all, start_thread
 
 if TYPE_CHECKING:
-    from mcp_tasks._channel import Channel
     from mcp_tasks._client import Client
+    from mcp_tasks._session._channel import Channel
 
 __all__ = ["INPUT_WORKERS", "Futures", "TaskFuture", "futures_of", "settled_future"]
 

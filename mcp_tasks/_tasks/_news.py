@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from mcp_tasks._errors import INVALID_PARAMS, McpError
+from mcp_tasks._session._subscription import Subscription
 from mcp_tasks._status import Status
-from mcp_tasks._subscription import Subscription
 
 __all__ = [
     "CAP_TRUST",

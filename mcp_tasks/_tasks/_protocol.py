@@ -18,11 +18,11 @@ from typing import Any
 
 import attrs
 
-from mcp_tasks._agreement import LEGACY_VERSION, Agreement
-from mcp_tasks._channel import Channel, Envelope
 from mcp_tasks._clock import Deadline
-from mcp_tasks._dispatch import RequestOwner
 from mcp_tasks._errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, InvalidStatus, McpError
+from mcp_tasks._session._agreement import LEGACY_VERSION, Agreement
+from mcp_tasks._session._channel import Channel, Envelope
+from mcp_tasks._session._dispatch import RequestOwner
 from mcp_tasks._status import Status, TaskState
 from mcp_tasks._tasks._side import side_of
 from mcp_tasks._wire import META_CLIENT_CAPABILITIES, TASKS_EXTENSION, malformed, merge_meta

@@ -32,8 +32,8 @@ from mcp_tasks._store import (
 )
 
 if TYPE_CHECKING:
-    from mcp_tasks._channel import Channel
     from mcp_tasks._client import Client
+    from mcp_tasks._session._channel import Channel
 
 __all__ = [
     "RESUMING",

@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from mcp_tasks._dispatch import RequestOwner, related_task
+from mcp_tasks._session._dispatch import RequestOwner, related_task
 
 if TYPE_CHECKING:
-    from mcp_tasks._channel import Channel, Envelope
+    from mcp_tasks._session._channel import Channel, Envelope
 
 __all__ = ["StatusBoard", "TaskSide", "side_of"]
 

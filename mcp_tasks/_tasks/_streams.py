@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 from mcp_tasks._clock import Deadline, wait_condition
 from mcp_tasks._errors import METHOD_NOT_FOUND, McpError
-from mcp_tasks._subscription import Event, Subscription
+from mcp_tasks._session._subscription import Event, Subscription
 from mcp_tasks._tasks._news import READ, CatchUp, Inbox, Linger, News, Stream, StreamCap
 from mcp_tasks._tasks._protocol import TaskProtocol, protocol_of
 
 if TYPE_CHECKING:
-    from mcp_tasks._channel import Channel
+    from mcp_tasks._session._channel import Channel
 
 __all__ = ["GATHER", "MAX_REOPENS", "MAX_STREAMS", "MERGE_GATHER", "OPEN_TIMEOUT", "Streams"]
 

@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
-from mcp_tasks._asking import Until, waiting_until
 from mcp_tasks._clock import Deadline, wait_sliced
-from mcp_tasks._dispatch import error_response
 from mcp_tasks._errors import INTERNAL_ERROR, INVALID_PARAMS, REQUEST_TIMEOUT, McpError, TaskTimeout
 from mcp_tasks._input import declared_kinds, input_failure
 from mcp_tasks._options import UNSET
+from mcp_tasks._people._asking import Until, waiting_until
 from mcp_tasks._redact import short_id
+from mcp_tasks._session._dispatch import error_response
 from mcp_tasks._status import Status, TaskState
 from mcp_tasks._tasks._options import WaitSettings
 from mcp_tasks._tasks._protocol import TaskProtocol, protocol_of
@@ -31,7 +31,7 @@ from mcp_tasks._tasks._record import Recorder, renewer_of, store_of
 from mcp_tasks._tasks._schedule import expired, gone
 from mcp_tasks._tasks._side import side_of
 from mcp_tasks._tasks._strategies import HandlersStrategy, ReturnStrategy
-from mcp_tasks._trace_hook import NO_TASK_TRACE, TaskTrace
+from mcp_tasks._tracing import NO_TASK_TRACE, TaskTrace
 
 if TYPE_CHECKING:
     from mcp_tasks._client import Client

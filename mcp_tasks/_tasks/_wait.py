@@ -20,7 +20,7 @@ from mcp_tasks._tasks._helpers import cancel_task, outcome, task_id_of
 from mcp_tasks._tasks._options import CANCEL_BUDGET, WaitOptions, WaitSettings
 from mcp_tasks._tasks._record import saved_ref
 from mcp_tasks._tasks._task_wait import TaskWait
-from mcp_tasks._trace_hook import TaskTrace
+from mcp_tasks._tracing import TaskTrace
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack

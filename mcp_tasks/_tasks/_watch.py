@@ -35,8 +35,8 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from mcp_tasks._errors import McpError
+from mcp_tasks._session._subscription import Closed, Dropped, Event, Notification
 from mcp_tasks._status import Status
-from mcp_tasks._subscription import Closed, Dropped, Event, Notification
 from mcp_tasks._tasks._news import READ, Inbox, Linger, News, Stream, replayed
 from mcp_tasks._tasks._protocol import decode
 from mcp_tasks._tasks._side import TaskSide, side_of
@@ -44,7 +44,7 @@ from mcp_tasks._tasks._streams import MAX_REOPENS, MAX_STREAMS, Streams
 from mcp_tasks._threads import join_all, start_thread
 
 if TYPE_CHECKING:
-    from mcp_tasks._channel import Channel
+    from mcp_tasks._session._channel import Channel
 
 __all__ = ["MAX_REOPENS", "MAX_STREAMS", "READ", "Inbox", "Watch", "watch_of"]
 

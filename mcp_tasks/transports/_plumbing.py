@@ -1,5 +1,5 @@
 """The one module that touches what requests, urllib3 and http.client do not document: every
-such use is here, small, and tested at the declared floors (tests/test_http_plumbing.py).
+such use is here, small, and tested at the declared floors (tests/transports/test_http_plumbing.py).
 
 - `WatchedAdapter`, a `requests.adapters.HTTPAdapter` whose connections attach each socket they
   make (before TLS) or reuse to the calling thread's current `Watch` (see

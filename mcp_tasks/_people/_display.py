@@ -1,0 +1,398 @@
+"""How a status and an error look to a person: a short text line, IPython's pretty form, an HTML
+table for notebooks, and `StatusDisplay`, a ready ``on_status`` that keeps one line (or one
+notebook output) up to date.
+
+IPython is used only when it is already imported (a notebook or an IPython shell); it is never a
+dependency. Task and session ids appear only in their short forms, even inside a server's text,
+and a server's text is shown through `printable` (control and escape characters as escapes).
+"""
+
+from __future__ import annotations
+
+import html
+import importlib
+import os
+import sys
+import threading
+import time
+import unicodedata
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future
+from types import TracebackType
+from typing import IO, TYPE_CHECKING, Any
+
+from mcp_tasks._people._asking import hold_lines, lines_held
+from mcp_tasks._people._progress import SetProgress, SetSnapshot, clock_text, set_line
+from mcp_tasks._printable import printable
+from mcp_tasks._redact import redact_ids, short_id
+from mcp_tasks._threads import start_thread
+
+if TYPE_CHECKING:
+    from mcp_tasks._status import Status
+
+__all__ = [
+    "StatusDisplay",
+    "clip",
+    "error_html",
+    "error_rows",
+    "pretty",
+    "status_html",
+    "status_line",
+    "status_rows",
+]
+
+TICK = 1.0
+"""How often a live terminal line redraws its elapsed time (seconds)."""
+
+
+def _redact(status: Status, text: str) -> str:
+    return printable(redact_ids(text, status.task_id, status.session_id))
+
+
+def _payload(status: Status) -> str | None:
+    if status.input_requests:
+        keys = sorted(status.input_requests)
+        return "input requests: " + ", ".join(repr(redact_ids(k, status.task_id, status.session_id)) for k in keys)
+    if status.result is not None:
+        blocks = status.result.get("content")
+        count = len(blocks) if isinstance(blocks, list) else 0
+        parts = [f"{count} content block{'s' if count != 1 else ''}"]
+        if "structuredContent" in status.result:
+            parts.append("structuredContent")
+        if status.result.get("isError"):
+            parts.append("isError")
+        return "result: " + ", ".join(parts)
+    if status.error is not None:
+        return _redact(status, f"error {status.error.get('code')}: {status.error.get('message')}")
+    return None
+
+
+def status_rows(status: Status) -> list[tuple[str, str]]:
+    """What a display shows of a status, as (label, value) rows; empty fields are left out."""
+    rows = [("status", _redact(status, status.wire_status)), ("task", short_id(status.task_id))]
+    if status.status_message:
+        rows.append(("message", _redact(status, status.status_message)))
+    if status.created_at:
+        rows.append(("created", status.created_at))
+    if status.last_updated_at:
+        rows.append(("updated", status.last_updated_at))
+    payload = _payload(status)
+    if payload:
+        rows.append(("payload", payload))
+    if status.era != "modern":
+        rows.append(("era", status.era))
+    if status.session_id is not None:
+        rows.append(("session", short_id(status.session_id)))
+    return rows
+
+
+def status_line(status: Status, elapsed: float | None = None) -> str:
+    """One line: ``[12s] working: exporting row 2 of 3``."""
+    clock = f"[{clock_text(elapsed)}] " if elapsed is not None else ""
+    message = f": {status.status_message}" if status.status_message else ""
+    return _redact(status, f"{clock}{status.wire_status}{message}")
+
+
+def clip(text: str, columns: int) -> str:
+    """`text` on one line of a terminal `columns` wide: control characters (a server's newlines,
+    tabs, escapes) are shown as escapes (`printable`), wide characters count twice, and what does not fit is cut with
+    an ellipsis, so the line never wraps (the last column is left free: some terminals wrap there).
+    """
+    flat = printable(text)
+    room = max(columns - 1, 1)
+    width, cut = 0, None
+    for index, ch in enumerate(flat):
+        width += _width(ch)
+        if width > room - 1 and cut is None:
+            cut = index
+        if width > room:
+            return flat[: cut if cut is not None else index] + "…"
+    return flat
+
+
+def _width(ch: str) -> int:
+    if unicodedata.combining(ch):
+        return 0
+    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+
+
+def status_html(status: Status) -> str:
+    """An HTML table of `status_rows`, for notebooks."""
+    return _table(f"Task {short_id(status.task_id)}", status_rows(status))
+
+
+def error_rows(error: BaseException) -> list[tuple[str, str]]:
+    """What a display shows of an error: its message, code and kind, and its task if it has one."""
+    status = getattr(error, "status", None)
+    message = str(error)
+    rows = [("message", _redact(status, message) if status is not None else printable(message))]
+    code = getattr(error, "code", None)
+    if code is not None:
+        rows.append(("code", str(code)))
+    kind = getattr(error, "kind", None)
+    if kind is not None:
+        rows.append(("kind", str(kind)))
+    if status is not None:
+        rows.append(("task", short_id(status.task_id)))
+        rows.append(("task status", _redact(status, status.wire_status)))
+        if status.status_message:
+            rows.append(("status message", _redact(status, status.status_message)))
+    return rows
+
+
+def error_html(error: BaseException) -> str:
+    """An HTML table of `error_rows`, for notebooks."""
+    return _table(f"{type(error).__module__}.{type(error).__qualname__}", error_rows(error))
+
+
+def pretty(title: str, rows: list[tuple[str, str]], printer: Any, cycle: bool) -> None:
+    """IPython's ``_repr_pretty_``: a title and indented rows."""
+    if cycle:
+        printer.text(f"{title}(...)")
+        return
+    width = max((len(label) for label, _ in rows), default=0)
+    printer.text(title)
+    for label, value in rows:
+        printer.break_()
+        printer.text(f"  {label.ljust(width)}  {value}")
+
+
+def _table(title: str, rows: list[tuple[str, str]]) -> str:
+    body = "".join(
+        f"<tr><th style='text-align:left'>{html.escape(label)}</th><td style='text-align:left'>"
+        f"{html.escape(value)}</td></tr>"
+        for label, value in rows
+    )
+    return f"<table><caption style='text-align:left'><b>{html.escape(title)}</b></caption>{body}</table>"
+
+
+def _notebook() -> Any:
+    """IPython's display module when this runs in a notebook kernel, else None."""
+    ipython = sys.modules.get("IPython")
+    if ipython is None:
+        return None
+    shell = ipython.get_ipython() if hasattr(ipython, "get_ipython") else None
+    if shell is None or not hasattr(shell, "kernel"):
+        return None
+    return importlib.import_module("IPython.display")
+
+
+class StatusDisplay:
+    """A ready ``on_status``: shows each status a wait sees, in one place.
+
+    In a notebook it keeps one output area up to date; on a terminal it redraws one line in
+    place (elapsed time, status, status message), ticking the elapsed time every second until
+    `close`; on anything else (a pipe, a log file) it writes one line per change. Use it as a
+    context manager, or call `close` when the wait is over::
+
+        with mt.StatusDisplay() as show:
+            mt.await_task(client, task, on_status=show)
+
+    Given to a wait on many tasks (`wait_all`, `as_completed`, `wait_any`, or each `submit` of
+    a batch) it shows the set instead: ``[12s] 37/50 done, 2 failed, 11 working · failed:
+    ab12…cd34 · e294…b175: exporting`` (a `SetSnapshot`), on one line clipped to the terminal's
+    width, or one updating table in a notebook; on a pipe, a line each time the counts change.
+    While an interactive input handler asks a question, the line holds still.
+    """
+
+    def __init__(self, stream: IO[str] | None = None, *, tick: float = TICK) -> None:
+        self._stream = stream
+        self._tick = tick
+        self._started = time.monotonic()
+        self._lock = threading.Lock()
+        self._last: Status | None = None
+        self._handle: Any = None
+        self._ticker: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._drawn = False
+        self._set: SetProgress | None = None  # made when a set wait says what its tasks are
+        self._snapshot: SetSnapshot | None = None
+        self._printed: object = None  # what the last line on a pipe said of the set
+        self._ended = False  # the set's last line is written
+        self._closed = False  # closed: a question's end does not draw it again
+
+    @property
+    def stream(self) -> IO[str]:
+        """Where the terminal line goes (stderr unless given)."""
+        return self._stream if self._stream is not None else sys.stderr
+
+    def __call__(self, status: Status) -> None:
+        progress = self._set
+        if progress is not None:
+            progress(status)  # shown by `_set_changed`
+            return
+        with self._lock:
+            self._last = status
+            self._closed = False
+            notebook = _notebook() if self._stream is None else None
+            if notebook is not None:
+                self._show_in_notebook(notebook, status)
+                return
+            if self._live():
+                if lines_held():
+                    return  # a question is on the screen: drawn when it is answered
+                self._draw()
+                if status.terminal:
+                    self.stream.write("\n")
+                    self._drawn = False
+                elif self._ticker is None and self._tick > 0:
+                    self._ticker = start_thread("status-line", self._run_ticker)
+            else:
+                self.stream.write(status_line(status, time.monotonic() - self._started) + "\n")
+                self.stream.flush()
+
+    # -- a set of tasks (told by the set waits; see `SetProgress`) ----------------------------
+
+    def expect(self, task_ids: Iterable[str]) -> None:
+        """Show a set of tasks, these among them (a set wait calls it as it starts)."""
+        self._progress().expect(task_ids)
+
+    def wait_failed(self, failed: Status) -> None:
+        """A set's task whose wait failed (a `FailedWait`) counts as failed (a single wait's
+        failure reaches its caller: it does not make this a display of a set).
+        """
+        progress = self._set
+        if progress is not None:
+            progress.wait_failed(failed)
+
+    def follow(self, future: Future[Any]) -> None:
+        """Show `future` (a `TaskFuture` of a batch) in the set (`submit` calls it)."""
+        self._progress().follow(future)
+
+    def snapshot(self) -> SetSnapshot | None:
+        """Where the set stands (None unless this display shows a set)."""
+        progress = self._set
+        return progress.snapshot() if progress is not None else None
+
+    def _progress(self) -> SetProgress:
+        with self._lock:
+            if self._set is None:
+                self._set = SetProgress(self._set_changed, started=self._started)
+            return self._set
+
+    def _set_changed(self, snapshot: SetSnapshot) -> None:
+        with self._lock:
+            self._snapshot = snapshot
+            self._closed = False
+            notebook = _notebook() if self._stream is None else None
+            if notebook is not None:
+                if self._handle is None:
+                    self._handle = notebook.display(snapshot, display_id=True)
+                else:
+                    self._handle.update(snapshot)
+                return
+            if not self._live():
+                said = (snapshot.counts(), snapshot.failures)
+                if said != self._printed and snapshot.total:
+                    self._printed = said
+                    self.stream.write(set_line(snapshot) + "\n")
+                    self.stream.flush()
+                return
+            if lines_held() or (snapshot.finished and self._ended):
+                return
+            self._ended = False
+            self._draw()
+            if snapshot.finished:
+                self.stream.write("\n")
+                self.stream.flush()
+                self._drawn = False
+                self._ended = True  # the set's last line is written: later news does not repeat it
+            elif self._ticker is None and self._tick > 0:
+                self._ticker = start_thread("status-line", self._run_ticker)
+
+    def resume(self) -> None:
+        """Draw the line again after `suspend` (a question answered), unless it is over."""
+        snapshot = self._set.snapshot() if self._set is not None else None
+        with self._lock:
+            if self._closed or not self._live() or lines_held() or self._drawn:
+                return
+            if snapshot is not None:
+                self._snapshot = snapshot
+                if snapshot.finished or not snapshot.total:
+                    return
+            elif self._last is None or self._last.terminal:
+                return
+            self._draw()
+            if self._ticker is None and self._tick > 0:
+                self._ticker = start_thread("status-line", self._run_ticker)
+
+    def suspend(self) -> None:
+        """End the terminal line and stop ticking until the next status: call it before writing
+        anything else to the stream (a prompt, a message).
+        """
+        self._stop.set()
+        ticker, self._ticker = self._ticker, None
+        if ticker is not None and ticker is not threading.current_thread():
+            ticker.join()
+        with self._lock:
+            self._stop.clear()
+            if self._drawn:
+                self.stream.write("\n")
+                self.stream.flush()
+                self._drawn = False
+
+    def close(self) -> None:
+        """Stop ticking and end the terminal line. Idempotent."""
+        self.suspend()
+        self._closed = True
+
+    def __enter__(self) -> StatusDisplay:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        snapshot = self.snapshot()
+        if snapshot is not None:
+            return f"<StatusDisplay {snapshot.counts()}>"
+        return f"<StatusDisplay {self._last.wire_status if self._last else 'waiting'}>"
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _live(self) -> bool:
+        isatty: Callable[[], bool] | None = getattr(self.stream, "isatty", None)
+        try:
+            return bool(isatty and isatty())
+        except ValueError:  # a closed stream
+            return False
+
+    def _columns(self) -> int:
+        try:
+            return os.get_terminal_size(self.stream.fileno()).columns or 80
+        except (AttributeError, OSError, ValueError):
+            return 80
+
+    def _draw(self) -> None:
+        if self._snapshot is not None:
+            text = set_line(self._snapshot)
+        else:
+            assert self._last is not None
+            text = status_line(self._last, time.monotonic() - self._started)
+        self.stream.write("\r\x1b[K" + clip(text, self._columns()))
+        self.stream.flush()
+        self._drawn = True
+        hold_lines(self)  # still while a question is asked
+
+    def _run_ticker(self) -> None:
+        stop = self._stop
+        while not stop.wait(self._tick):
+            progress = self._set
+            snapshot = progress.snapshot() if progress is not None else None  # (its lock before ours)
+            with self._lock:
+                if snapshot is not None:
+                    if snapshot.finished or not self._drawn:
+                        return
+                    self._snapshot = snapshot
+                elif self._last is None or self._last.terminal or not self._drawn:
+                    return
+                if not lines_held():
+                    self._draw()
+
+    def _show_in_notebook(self, notebook: Any, status: Status) -> None:
+        if self._handle is None:
+            self._handle = notebook.display(status, display_id=True)
+        else:
+            self._handle.update(status)

@@ -1,0 +1,87 @@
+"""``mcp-tasks adopt``: a fleet worker on the command line. It claims the store's tasks that
+nobody follows (`adopt`), follows them to their ends and writes one line per task as it ends.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping
+from typing import IO, TYPE_CHECKING, Any
+
+from mcp_tasks._errors import McpError
+from mcp_tasks._redact import short_id
+from mcp_tasks._tasks import TaskFuture, adopt
+from mcp_tasks.cli._store import add_store_option, open_store
+
+if TYPE_CHECKING:
+    from requests.auth import AuthBase
+
+__all__ = ["add_adopt_command", "run_adopt"]
+
+DESCRIPTION = """\
+Follow the tasks of the task store that nobody follows (their process died, or their lease lapsed):
+claim them (two workers never get the same task), wait for each to its end, record the end and free
+its lease. One line per task on stdout as it ends: its short id and outcome (with --json, a JSON
+object with the full id). With --timeout, the tasks still running then are freed for another worker.
+Exit 0 when every task adopted completed, 3 otherwise."""
+
+
+def add_adopt_command(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
+    """Add the ``adopt`` command (`parents`: the common options and the wait options)."""
+    parser = commands.add_parser(
+        "adopt",
+        parents=parents,
+        help="follow the store's tasks that nobody follows to their ends",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--limit", type=int, default=None, metavar="N", help="claim at most N tasks (default: all)")
+    add_store_option(parser)
+    parser.set_defaults(target="https://")  # its clients are HTTP(S) ones, as --oauth and --header ask
+
+
+def run_adopt(
+    args: argparse.Namespace, auth: AuthBase | None, headers: Mapping[str, str] | None, out: IO[str] | None = None
+) -> int:
+    """Run ``adopt`` (lines on `out`, stdout by default): how many of the tasks adopted did not complete."""
+    out = out or sys.stdout
+    if args.limit is not None and args.limit < 1:
+        raise ValueError(f"--limit must be a positive number, got {args.limit}")
+    store = open_store(args)
+    missed = 0
+    adopted = adopt(
+        store,
+        limit=args.limit,
+        auth=auth,
+        headers=headers,
+        timeout=args.timeout,
+        poll_interval=args.poll_interval,
+        listen=True if args.listen else None,
+    )
+    for future in adopted:
+        line, completed = _line(future, bool(args.json))
+        missed += not completed
+        out.write(line + "\n")
+        out.flush()
+    return missed
+
+
+def _line(future: TaskFuture, as_json: bool) -> tuple[str, bool]:
+    """The line for one task that ended, and whether it completed (without a tool error)."""
+    task_id = future.task_id or "?"
+    error = future.exception()
+    if error is None:
+        result = future.result()
+        outcome = "tool error" if result.get("isError") else "completed"
+        fields: dict[str, Any] = {"taskId": task_id, "outcome": outcome, "result": result}
+    else:
+        outcome = type(error).__name__
+        fields = {"taskId": task_id, "outcome": outcome, "error": str(error)}
+        if isinstance(error, McpError):
+            fields["code"] = error.code
+    if as_json:
+        return json.dumps(fields, ensure_ascii=False), outcome == "completed"
+    detail = json.dumps(fields["result"], ensure_ascii=False) if error is None else str(error)
+    return f"{short_id(task_id)}  {outcome}  {detail}", outcome == "completed"
