@@ -38,8 +38,9 @@ def run(*argv: str | os.PathLike[str], **kwargs: object) -> None:
 
 
 def ensure_venv(*, tests: bool = True) -> Path:
-    """Create .venv and install the project: with its test extra, or (`tests=False`, the demo's) the
-    runtime alone; once per setup.cfg and pyproject.toml version. A venv with the test extra serves both.
+    """Create .venv and install what is asked, once per setup.cfg and pyproject.toml version: the
+    project with its test extra, or (`tests=False`, the demo's) the runtime dependencies alone, as
+    wheels with no build step (the demo runs the package from this tree). The test extra serves both.
     """
     stamp_value = hashlib.sha256((ROOT / "setup.cfg").read_bytes() + (ROOT / "pyproject.toml").read_bytes()).hexdigest()
     full, runtime = VENV / ".installed", VENV / ".installed-runtime"
@@ -50,9 +51,20 @@ def ensure_venv(*, tests: bool = True) -> Path:
         venv.EnvBuilder(with_pip=True, clear=True).create(VENV)
     python = BIN / "python"
     quiet = ("--quiet", "--disable-pip-version-check")
-    run(python, "-m", "pip", "install", *quiet, "-e", ".[test]" if tests else ".")
+    if tests:
+        run(python, "-m", "pip", "install", *quiet, "-e", ".[test]")
+    else:
+        run(python, "-m", "pip", "install", *quiet, "--only-binary", ":all:", *requirements("install_requires"))
     (full if tests else runtime).write_text(stamp_value)
     return python
+
+
+def requirements(key: str, extra: str | None = None) -> list[str]:
+    """The requirements setup.cfg lists under [options] `key`, or under an extra of extras_require."""
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg")
+    value = config["options.extras_require"][extra] if extra else config["options"][key]
+    return [line.strip() for line in value.splitlines() if line.strip() and not line.strip().startswith("#")]
 
 
 FLOORS_VENV = ROOT / ".venv-floors"
@@ -71,10 +83,7 @@ def ensure_floors_venv() -> Path:
         return bin_dir / "python"
     venv.EnvBuilder(with_pip=True, clear=True).create(FLOORS_VENV)
     python = bin_dir / "python"
-    config = configparser.ConfigParser()
-    config.read(ROOT / "setup.cfg")
-    extra = [line.strip() for line in config["options.extras_require"]["test"].splitlines() if line.strip()]
-    tests = [req for req in extra if not req.startswith(LINT_TOOLS)]
+    tests = [req for req in requirements("extras_require", "test") if not req.startswith(LINT_TOOLS)]
     run(python, "-m", "pip", "install", "--quiet", "-c", floors, "-e", ".", *tests)
     run(python, "-m", "pip", "check")
     stamp.write_text(stamp_value)
@@ -91,9 +100,7 @@ def ensure_docs_venv() -> Path:
     """Create .venv-docs with the pinned tools of the docs extra (the site is built from the source
     tree, so the project itself is not installed there).
     """
-    config = configparser.ConfigParser()
-    config.read(ROOT / "setup.cfg")
-    tools = [line.strip() for line in config["options.extras_require"]["docs"].splitlines() if line.strip()]
+    tools = requirements("extras_require", "docs")
     stamp_value = hashlib.sha256("\n".join(tools).encode()).hexdigest()
     bin_dir = DOCS_VENV / ("Scripts" if os.name == "nt" else "bin")
     stamp = DOCS_VENV / ".installed"
