@@ -107,6 +107,8 @@ def server_name(conninfo: str) -> str:
     host = str(parts.get("host") or parts.get("hostaddr") or "localhost")
     port = str(parts.get("port") or 5432)
     database = str(parts.get("dbname") or parts.get("user") or "")
+    if "=" in database or "://" in database:  # a connection string given as the database's name: never shown
+        database = "(a connection string)"
     return f"PostgreSQL {host}:{port}/{database}"
 
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 import os
 import sqlite3
 import sys
-import urllib.parse
 from pathlib import Path
 
 from mcp_tasks._store._error import StoreError
+from mcp_tasks._store._location import STORE_ENV, store_location
 
 __all__ = ["SCHEMA", "STORE_ENV", "TABLES", "check_layout", "default_store_path"]
 
@@ -18,7 +18,6 @@ SCHEMA = 1
 """The layout of the file (``PRAGMA user_version``); a larger one was made by a newer mcp_tasks.
 An optional field of a `TaskRef` (``trace_context``) lives in its JSON, not in a column: files
 stay at this layout, so older mcp_tasks versions keep opening them."""
-STORE_ENV = "MCP_TASKS_STORE"
 
 TABLES = """
 CREATE TABLE IF NOT EXISTS tasks (
@@ -55,11 +54,12 @@ def default_store_path() -> Path:
     """The store file when none is named: ``$MCP_TASKS_STORE``, else ``tasks.sqlite3`` in the
     user's data folder (XDG_DATA_HOME on Linux, LOCALAPPDATA on Windows).
     """
-    named = os.environ.get(STORE_ENV)
-    if named and "://" in named:
-        if not named.lower().startswith("sqlite://"):
-            raise StoreError(f"${STORE_ENV} names a store that is no SQLite file: open it with mt.open_store()")
-        named = urllib.parse.unquote(urllib.parse.urlsplit(named).netloc + urllib.parse.urlsplit(named).path)
+    try:
+        kind, named = store_location(None)
+    except ValueError as exc:
+        raise StoreError(f"${STORE_ENV}: {exc}") from None
+    if kind != "sqlite":
+        raise StoreError(f"${STORE_ENV} names a store that is no SQLite file: open it with mt.open_store()")
     if named:
         return Path(named).expanduser()
     if os.name == "nt":

@@ -170,7 +170,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the task id on stdout and leave (http(s) targets: a stdio or module:attr server stops with "
         "the command); a tool that runs synchronously prints its result instead, and says so",
     )
-    add_store_option(call, f"record the task in this store file (or in ${'MCP_TASKS_STORE'} when set)")
+    add_store_option(
+        call,
+        "record the task in this task store: a file path, sqlite:///path, a postgresql:// URL or libpq key=value "
+        f"pairs, as for mcp-tasks tasks (or in ${'MCP_TASKS_STORE'} when set)",
+    )
 
     wait = commands.add_parser(
         "wait",

@@ -1,5 +1,5 @@
-"""The command line's task store: ``--store LOCATION`` (a path, ``sqlite:///path`` or a
-``postgresql://`` URL; or ``$MCP_TASKS_STORE``, or the default file), ``mcp-tasks tasks`` (the
+"""The command line's task store: ``--store LOCATION`` (a path, ``sqlite:///path``, a
+``postgresql://`` URL or libpq key=value pairs; or ``$MCP_TASKS_STORE``, or the default file), ``mcp-tasks tasks`` (the
 unfinished tasks it keeps: a table, a JSON array, or JSON lines) and the lookup of a TASK_ID
 (``mcp-tasks wait TASK_ID``, a short form or prefix with a TARGET).
 """
@@ -39,8 +39,9 @@ __all__ = [
 log = logging.getLogger("mcp_tasks")
 
 STORE_HELP = (
-    f"the task store: a file, sqlite:///path or a postgresql:// URL (default: ${STORE_ENV}, else tasks.sqlite3 "
-    "in your data folder)"
+    "the task store: a file path (absolute, relative, ~/...), sqlite:///path, a postgresql:// URL, or libpq "
+    "key=value pairs ('host=db dbname=app'; a file named word=... is written ./word=...) "
+    f"(default: ${STORE_ENV}, else tasks.sqlite3 in your data folder)"
 )
 
 
@@ -58,8 +59,9 @@ def open_store(args: argparse.Namespace) -> TaskStore:
         return opened
     try:
         opened = open_location(getattr(args, "store", None))
-    except ValueError as exc:
-        raise StoreError(f"--store: {exc}") from None
+    except ValueError as exc:  # its text never quotes the location: it may hold a password
+        named = "--store" if getattr(args, "store", None) is not None else f"${STORE_ENV}"
+        raise StoreError(f"{named}: {exc}") from None
     args.store_kept = opened
     return opened
 

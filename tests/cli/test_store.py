@@ -19,6 +19,8 @@ from mcp_tasks._redact import short_id
 from tests.cli.server import served_over_http
 from tests.cli.test_commands import Terminal
 from tests.conftest import ROOT
+from tests.pg import PASSWORD, Cluster
+from tests.store.test_postgres import closed_port
 
 
 @pytest.fixture
@@ -106,3 +108,54 @@ def test_the_listing_shows_endpoints_without_their_query_or_userinfo(tmp_path: P
     for hidden in ("hunter2", "ada", "api_key", "sk-live", "frag"):
         assert hidden not in listed.stdout
     assert secret in run("tasks", "--json", "--store", str(store)).stdout  # whole where it is data
+
+
+def test_the_cli_takes_libpq_key_value_pairs_and_never_shows_the_password(
+    pg_cluster: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MCP_TASKS_STORE", raising=False)
+    database = pg_cluster.new_database()
+    pairs = f"host=127.0.0.1 port={pg_cluster.port} user=postgres password='{PASSWORD}' dbname={database}"
+    server = f"PostgreSQL 127.0.0.1:{pg_cluster.port}/{database}"
+
+    def said(*argv: str, code: int = 0) -> str:
+        assert cli.main(list(argv)) == code
+        out, err = capsys.readouterr()
+        assert PASSWORD not in out + err and "Traceback" not in err
+        return out + err
+
+    for location in (pairs, pg_cluster.url(database)):
+        assert said("tasks", "--store", location) == f"no unfinished tasks in {server}\n"
+        assert f"no task 'nothing' in {server}" in said("wait", "nothing", "--store", location, code=cli.EXIT_USAGE)
+    with mt.open_store(pairs) as store:
+        store.record(mt.TaskRef("http://127.0.0.1:9/mcp", "task-0123456789abcdef", tool="export"))
+    for location in (pairs, pg_cluster.url(database)):
+        assert short_id("task-0123456789abcdef") in said("tasks", "--store", location)
+        assert '"taskId": "task-0123456789abcdef"' in said("tasks", "--json", "--store", location)
+    monkeypatch.setenv("MCP_TASKS_STORE", pairs)
+    assert "export" in said("tasks")
+    assert list(tmp_path.iterdir()) == []  # no SQLite file named after the string
+
+
+def test_the_cli_refuses_a_location_it_cannot_read_without_showing_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MCP_TASKS_STORE", raising=False)
+    secret = "s3cret-Kv9-pw"
+    for location in (f"hots=db password={secret}", f"mysql://ada:{secret}@db/app"):
+        assert cli.main(["tasks", "--store", location]) == cli.EXIT_ERROR
+        err = capsys.readouterr().err
+        assert err.count("--store: ") == 1 and "key=value" in err and secret not in err
+        monkeypatch.setenv("MCP_TASKS_STORE", location)
+        assert cli.main(["tasks"]) == cli.EXIT_ERROR
+        err = capsys.readouterr().err
+        assert "$MCP_TASKS_STORE: " in err and secret not in err
+        monkeypatch.delenv("MCP_TASKS_STORE")
+    port = closed_port()
+    unreachable = f"host=127.0.0.1 port={port} user=ada password={secret} dbname=inventory"
+    assert cli.main(["tasks", "--store", unreachable]) == cli.EXIT_ERROR
+    err = capsys.readouterr().err
+    assert f"127.0.0.1:{port}/inventory" in err and secret not in err
+    assert list(tmp_path.iterdir()) == []
