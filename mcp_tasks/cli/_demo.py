@@ -54,7 +54,7 @@ def _connect(transport: str, server: Server, handlers: InputHandlers) -> Iterato
         with Client.stdio(sys.executable, args, input_handlers=handlers) as client:
             yield client
     elif transport == "http":
-        from mcp_tasks.server._http import serve_http
+        from mcp_tasks.server import serve_http
 
         with serve_http(server) as http_server, Client.http(http_server.url, input_handlers=handlers) as client:
             yield client

@@ -11,10 +11,11 @@ your own test suites. It serves direct (`mcp_tasks.Client.direct(server)`), stdi
 """
 
 from mcp_tasks._exchange import Exchange
-from mcp_tasks.server._http import HttpServer, McpWsgiApp, serve_http
+from mcp_tasks.server._http_server import HttpServer, serve_http
 from mcp_tasks.server._server import Server
 from mcp_tasks.server._stdio import serve_stdio
 from mcp_tasks.server._tools import Cancelled, Tool, ToolContext, ToolError, ToolResult
+from mcp_tasks.server._wsgi_app import McpWsgiApp
 
 __all__ = [
     "Cancelled",

@@ -48,7 +48,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     server = load_server(args.target)
     server.latency.update(dict(args.latency))
     if args.http:
-        from mcp_tasks.server._http import serve_forever
+        from mcp_tasks.server._http_server import serve_forever
 
         host, _, port = args.http.rpartition(":")
         serve_forever(server, host or "127.0.0.1", int(port))

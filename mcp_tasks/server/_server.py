@@ -1,56 +1,27 @@
-"""The reference server: a tool registry and the dispatch of every 2026-07-28 request, with the
-Tasks extension. Transports hand it decoded messages (`handle`) and carry back what it returns.
+"""The reference server: the dispatch of every 2026-07-28 request, with the Tasks extension.
+Transports hand it decoded messages (`handle`) and carry back what it returns. What the requests
+lean on has a module of its own: the tools (`ToolRegistry`), the envelope and ``server/discover``
+(_handshake), input rounds (`InputRounds`), tasks (`TaskRuntime`) and listen streams (`Hub`).
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hashlib
-import hmac
-import json
 import logging
-import secrets
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from mcp_tasks._errors import (
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    METHOD_NOT_FOUND,
-    MISSING_REQUIRED_CAPABILITY,
-    UNSUPPORTED_PROTOCOL_VERSION,
-    McpError,
-)
+from mcp_tasks._errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, McpError
 from mcp_tasks._exchange import Exchange
-from mcp_tasks._input_kinds import kind_of
 from mcp_tasks._version import __version__
-from mcp_tasks._wire import (
-    META_CLIENT_CAPABILITIES,
-    META_PROTOCOL_VERSION,
-    META_SERVER_INFO,
-    META_SUBSCRIPTION_ID,
-    PROTOCOL_VERSION,
-    TASKS_EXTENSION,
-    declares_extension,
-    valid_id,
-)
+from mcp_tasks._wire import META_SUBSCRIPTION_ID, PROTOCOL_VERSION, TASKS_EXTENSION, declares_extension, valid_id
+from mcp_tasks.server._handshake import check_envelope, discover_result, tasks_required
 from mcp_tasks.server._hub import Hub
-from mcp_tasks.server._tasks import MAX_TASK_ID_BYTES, TaskRecord, TaskRuntime, check_task_id
-from mcp_tasks.server._tools import (
-    TASK_SUPPORT,
-    Cancelled,
-    NeedInput,
-    Tool,
-    ToolContext,
-    ToolError,
-    error_result,
-    keyword_names,
-    schema_from_signature,
-    to_call_result,
-)
+from mcp_tasks.server._input_rounds import InputRounds, check_input_capabilities, check_responses
+from mcp_tasks.server._task_record import MAX_TASK_ID_BYTES, TaskRecord, check_task_id
+from mcp_tasks.server._task_runtime import TaskRuntime
+from mcp_tasks.server._tool_registry import ToolRegistry
+from mcp_tasks.server._tools import Cancelled, NeedInput, Tool, ToolContext, ToolError, error_result, to_call_result
 from mcp_tasks.server._tracing import traced_request
 
 __all__ = ["Server"]
@@ -58,7 +29,6 @@ __all__ = ["Server"]
 log = logging.getLogger("mcp_tasks.server")
 
 MAX_LISTEN_TASK_IDS = 10_000
-_TASKS_REQUIRED: dict[str, Any] = {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}
 
 
 class Server:
@@ -109,9 +79,8 @@ class Server:
             max_runtime=max_runtime,
             publish=self._publish_task,
         )
-        self._tools: dict[str, Tool] = {}
-        self._lock = threading.Lock()
-        self._secret = secrets.token_bytes(32)
+        self._registry = ToolRegistry(self.hub.publish_tools_changed)
+        self._rounds = InputRounds()
         self._closed = threading.Event()
 
     # -- tools --------------------------------------------------------------------------------
@@ -144,32 +113,16 @@ class Server:
         task: str = "forbidden",
     ) -> Tool:
         """Register `fn` as a tool (see `tool`); listeners hear ``tools/list_changed``."""
-        if task not in TASK_SUPPORT:
-            raise ValueError(f"task must be one of {', '.join(TASK_SUPPORT)}, got {task!r}")
-        tool = Tool(
-            name=name or fn.__name__,
-            fn=fn,
-            description=description if description is not None else _first_line(fn.__doc__),
-            input_schema=dict(input_schema) if input_schema is not None else schema_from_signature(fn),
-            task_support=task,  # type: ignore[arg-type]
-            takes=keyword_names(fn),
-        )
-        with self._lock:
-            self._tools[tool.name] = tool
-        self.hub.publish_tools_changed()
-        return tool
+        return self._registry.add(fn, name=name, description=description, input_schema=input_schema, task=task)
 
     def remove_tool(self, name: str) -> None:
         """Unregister a tool; listeners hear ``tools/list_changed``."""
-        with self._lock:
-            self._tools.pop(name, None)
-        self.hub.publish_tools_changed()
+        self._registry.remove(name)
 
     @property
     def tools(self) -> dict[str, Tool]:
         """The registered tools by name."""
-        with self._lock:
-            return dict(self._tools)
+        return self._registry.snapshot()
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -220,14 +173,16 @@ class Server:
             params = {}
         if not isinstance(params, dict):
             raise McpError(INVALID_PARAMS, "params must be an object")
-        meta = self._check_envelope(params)
+        meta = check_envelope(params, self.supported_versions)
         if self.on_request is not None:
             self.on_request(method, params)
         delay = self.latency.get(method)
         if delay and exchange.cancelled.wait(delay):
             return None
         if method == "server/discover":
-            return self._discover()
+            return discover_result(
+                self.name, self.version, self.supported_versions, listen=self.listen_enabled, tasks=self.tasks_enabled
+            )
         if method == "tools/list":
             tools = [t.definition() for t in self.tools.values()]
             return {"resultType": "complete", "tools": tools, "ttlMs": 0, "cacheScope": "private"}
@@ -238,36 +193,6 @@ class Server:
         if method in ("tasks/get", "tasks/update", "tasks/cancel") and self.tasks_enabled:
             return self._task_method(method, params, exchange, meta)
         raise McpError(METHOD_NOT_FOUND, f"Method not found: {method}")
-
-    def _check_envelope(self, params: dict[str, Any]) -> dict[str, Any]:
-        meta = params.get("_meta")
-        if not isinstance(meta, dict):
-            raise McpError(INVALID_PARAMS, "Missing required _meta fields: protocolVersion, clientCapabilities")
-        version = meta.get(META_PROTOCOL_VERSION)
-        if not isinstance(version, str):
-            raise McpError(INVALID_PARAMS, f"Missing required _meta field {META_PROTOCOL_VERSION}")
-        if not isinstance(meta.get(META_CLIENT_CAPABILITIES), dict):
-            raise McpError(INVALID_PARAMS, f"Missing required _meta field {META_CLIENT_CAPABILITIES}")
-        if version not in self.supported_versions:
-            raise McpError(
-                UNSUPPORTED_PROTOCOL_VERSION,
-                "Unsupported protocol version",
-                {"supported": list(self.supported_versions), "requested": version},
-            )
-        return meta
-
-    def _discover(self) -> dict[str, Any]:
-        capabilities: dict[str, Any] = {"tools": {"listChanged": self.listen_enabled}}
-        if self.tasks_enabled:
-            capabilities["extensions"] = {TASKS_EXTENSION: {}}
-        return {
-            "resultType": "complete",
-            "supportedVersions": list(self.supported_versions),
-            "capabilities": capabilities,
-            "ttlMs": 0,
-            "cacheScope": "public",
-            "_meta": {META_SERVER_INFO: {"name": self.name, "version": self.version}},
-        }
 
     # -- tools/call ---------------------------------------------------------------------------
 
@@ -283,14 +208,10 @@ class Server:
             return {"resultType": "complete", **error_result(exc.message)}
         declared = self.tasks_enabled and declares_extension(meta, TASKS_EXTENSION)
         if tool.task_support == "required" and not declared:
-            raise McpError(
-                MISSING_REQUIRED_CAPABILITY,
-                f"Tool {tool.name} runs only as a task: declare the {TASKS_EXTENSION} extension",
-                _TASKS_REQUIRED,
-            )
+            raise tasks_required(f"Tool {tool.name} runs only as a task: declare the {TASKS_EXTENSION} extension")
         if tool.task_support != "forbidden" and declared:
             return self.tasks.create(tool, arguments, exchange.principal, meta).created
-        answers = self._mrtr_answers(params)
+        answers = self._rounds.answers(params)
         context = ToolContext(
             cancelled=exchange.cancelled,
             answers=answers,
@@ -301,11 +222,11 @@ class Server:
         try:
             value = tool.run(context, arguments)
         except NeedInput as need:
-            _check_input_capabilities(need.requests, meta)
+            check_input_capabilities(need.requests, meta)
             return {
                 "resultType": "input_required",
                 "inputRequests": need.requests,
-                "requestState": self._seal(answers),
+                "requestState": self._rounds.seal(answers),
             }
         except ToolError as exc:
             return {"resultType": "complete", **error_result(str(exc))}
@@ -318,52 +239,18 @@ class Server:
             raise McpError(INTERNAL_ERROR, "Internal error") from None
         return {"resultType": "complete", **to_call_result(value)}
 
-    def _mrtr_answers(self, params: dict[str, Any]) -> dict[str, Any]:
-        answers = self._unseal(params.get("requestState"))
-        responses = params.get("inputResponses")
-        if responses is not None:
-            answers.update(_check_responses(responses))
-        return answers
-
-    def _seal(self, answers: dict[str, Any]) -> str:
-        payload = json.dumps(answers, separators=(",", ":"), sort_keys=True).encode()
-        mac = hmac.new(self._secret, payload, hashlib.sha256).digest()
-        return base64.urlsafe_b64encode(payload).decode() + "." + base64.urlsafe_b64encode(mac).decode()
-
-    def _unseal(self, state: object) -> dict[str, Any]:
-        if state is None:
-            return {}
-        try:
-            if not isinstance(state, str):
-                raise ValueError("not a string")
-            body, _, signature = state.partition(".")
-            payload = base64.urlsafe_b64decode(body.encode())
-            expected = hmac.new(self._secret, payload, hashlib.sha256).digest()
-            if not hmac.compare_digest(expected, base64.urlsafe_b64decode(signature.encode())):
-                raise ValueError("bad signature")
-            answers = json.loads(payload)
-            if not isinstance(answers, dict):
-                raise ValueError("not an object")
-        except (ValueError, binascii.Error):
-            raise McpError(INVALID_PARAMS, "Invalid requestState") from None
-        return answers
-
     # -- tasks/* ------------------------------------------------------------------------------
 
     def _task_method(
         self, method: str, params: dict[str, Any], exchange: Exchange, meta: dict[str, Any]
     ) -> dict[str, Any]:
         if not declares_extension(meta, TASKS_EXTENSION):
-            raise McpError(
-                MISSING_REQUIRED_CAPABILITY,
-                f"{method} needs the {TASKS_EXTENSION} extension declared on the request",
-                _TASKS_REQUIRED,
-            )
+            raise tasks_required(f"{method} needs the {TASKS_EXTENSION} extension declared on the request")
         record: TaskRecord = self.tasks.lookup(params.get("taskId"), exchange.principal)
         if method == "tasks/get":
             return {"resultType": "complete", **record.wire()}
         if method == "tasks/update":
-            responses = _check_responses(params.get("inputResponses"))
+            responses = check_responses(params.get("inputResponses"))
             if self.update_delay:
                 self.tasks.later(self.update_delay, lambda: record.answer(responses))
             else:
@@ -388,11 +275,7 @@ class Server:
             accepted["toolsListChanged"] = True
         if "taskIds" in wanted:
             if not (self.tasks_enabled and declares_extension(meta, TASKS_EXTENSION)):
-                raise McpError(
-                    MISSING_REQUIRED_CAPABILITY,
-                    f"taskIds needs the {TASKS_EXTENSION} extension declared on the request",
-                    _TASKS_REQUIRED,
-                )
+                raise tasks_required(f"taskIds needs the {TASKS_EXTENSION} extension declared on the request")
             ids = _check_listen_ids(wanted["taskIds"])
             accepted["taskIds"] = self.tasks.visible_ids(ids, exchange.principal)
         listener = self.hub.open(request_id, accepted, exchange)
@@ -414,23 +297,6 @@ def _error_response(request_id: object, error: McpError) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "error": error.to_wire()}
 
 
-def _first_line(text: str | None) -> str | None:
-    if not text:
-        return None
-    return text.strip().splitlines()[0]
-
-
-def _check_responses(responses: object) -> dict[str, Any]:
-    if not isinstance(responses, dict):
-        raise McpError(INVALID_PARAMS, "inputResponses must be an object")
-    for key, value in responses.items():
-        if not key:
-            raise McpError(INVALID_PARAMS, "inputResponses keys must be non-empty")
-        if not isinstance(value, dict):
-            raise McpError(INVALID_PARAMS, f"inputResponses[{key!r}] must be an object")
-    return responses
-
-
 def _check_listen_ids(ids: object) -> list[str]:
     if not isinstance(ids, list) or not all(isinstance(i, str) and i for i in ids):
         raise McpError(INVALID_PARAMS, "taskIds must be a list of non-empty strings")
@@ -441,35 +307,3 @@ def _check_listen_ids(ids: object) -> list[str]:
     for task_id in ids:
         check_task_id(task_id)
     return list(dict.fromkeys(ids))
-
-
-_CAPABILITY_OF_KIND = {
-    "form": ("elicitation", "form"),
-    "url": ("elicitation", "url"),
-    "sampling": ("sampling", None),
-    "roots": ("roots", None),
-}
-
-
-def _check_input_capabilities(requests: dict[str, Any], meta: dict[str, Any]) -> None:
-    """A server must not send input requests of a kind the client did not declare."""
-    caps = meta.get(META_CLIENT_CAPABILITIES) or {}
-    missing: dict[str, Any] = {}
-    for request in requests.values():
-        kind = kind_of(request)
-        if kind is None:
-            continue
-        top, mode = _CAPABILITY_OF_KIND[kind]
-        declared = caps.get(top)
-        if not isinstance(declared, dict):
-            missing.setdefault(top, {} if mode is None else {mode: {}})
-        elif mode == "url" and "url" not in declared:
-            missing.setdefault(top, {})["url"] = {}
-        elif mode == "form" and declared and "form" not in declared:
-            missing.setdefault(top, {})["form"] = {}
-    if missing:
-        raise McpError(
-            MISSING_REQUIRED_CAPABILITY,
-            "Missing required client capability",
-            {"requiredCapabilities": missing},
-        )
