@@ -55,7 +55,7 @@ from mcp_tasks._wire import (
     merge_meta,
     request,
 )
-from mcp_tasks.transports._base import Transport
+from mcp_tasks.transports._base import Transport, closed_error
 
 __all__ = ["Channel", "Envelope"]
 
@@ -300,8 +300,10 @@ class Channel:
 
     @staticmethod
     def closed_error(cause: BaseException | None = None) -> TransportError:
-        """The one error with which every wait ends when the client closes under it."""
-        return TransportError("the client was closed", cause=cause)
+        """The one error with which every wait ends when the client closes under it (the one its
+        transport's requests and streams end with too).
+        """
+        return closed_error(cause)
 
     # -- one exchange ---------------------------------------------------------------------------
 

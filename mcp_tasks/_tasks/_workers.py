@@ -8,8 +8,8 @@ import threading
 from collections import deque
 from collections.abc import Callable
 
-from mcp_tasks._errors import TransportError
 from mcp_tasks._threads import join_all, start_thread
+from mcp_tasks.transports._base import closed_error
 
 __all__ = ["Workers"]
 
@@ -32,7 +32,7 @@ class Workers:
         """Run `job` on a worker (it must not raise); a TransportError once closed."""
         with self._changed:
             if self._stop:
-                raise TransportError("The client is closed")
+                raise closed_error()
             self._jobs.append(job)
             if len(self._jobs) > self._idle and len(self._threads) < self.limit:
                 self._threads.append(start_thread(f"{self.name}-{len(self._threads) + 1}", self._work))

@@ -20,12 +20,23 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, Union
 
 from mcp_tasks._clock import Deadline
-from mcp_tasks._errors import METHOD_NOT_FOUND, McpError, RequestTimeout
+from mcp_tasks._errors import METHOD_NOT_FOUND, McpError, RequestTimeout, TransportError
 from mcp_tasks._session._retry import Retry
 from mcp_tasks._wire import IDEMPOTENT_METHODS, notification, valid_id
 from mcp_tasks.transports._cancel import CancelSender
 
-__all__ = ["CANCEL_TIMEOUT", "Message", "QueueStream", "Receiver", "RequestId", "Sent", "Stream", "Transport"]
+__all__ = [
+    "CANCEL_TIMEOUT",
+    "CLOSED",
+    "Message",
+    "QueueStream",
+    "Receiver",
+    "RequestId",
+    "Sent",
+    "Stream",
+    "Transport",
+    "closed_error",
+]
 
 log = logging.getLogger("mcp_tasks")
 
@@ -46,6 +57,15 @@ the request was abandoned, on the transport's own time, never the caller's (best
 that cannot go out in that time is dropped, so abandoning a request never hangs)."""
 
 _MAKING = threading.Lock()  # makes a transport's cancel sender, once
+
+CLOSED: Final = "the client was closed"
+
+
+def closed_error(cause: BaseException | None = None) -> TransportError:
+    """The one error of whatever the client's `close()` ended under it: a request, a stream being
+    opened or read, a wait of the tasks code (the channel's `closed_error`), on every transport.
+    """
+    return TransportError(CLOSED, cause=cause)
 
 
 class Sent:

@@ -19,7 +19,7 @@ from typing import Any
 from mcp_tasks._clock import Deadline, wait_sliced
 from mcp_tasks._errors import McpError, RequestTimeout, TransportError
 from mcp_tasks._wire import valid_id
-from mcp_tasks.transports._base import RequestId, request_ids
+from mcp_tasks.transports._base import RequestId, closed_error, request_ids
 from mcp_tasks.transports._failures import describe
 from mcp_tasks.transports._get_stream import (
     DEFAULT_RECONNECT,
@@ -119,7 +119,7 @@ class Awaited:
         transport closed under the request.
         """
         if self._aborted:
-            raise TransportError("the client is closed")
+            raise closed_error()
         return self._answer
 
 
@@ -138,7 +138,7 @@ class AwaitedRequests:
         awaited = Awaited(request_id)
         with self._lock:
             if self._closed:
-                raise TransportError("the client is closed")
+                raise closed_error()
             self._waiting[request_id] = awaited
         return awaited
 

@@ -25,7 +25,7 @@ from mcp_tasks._errors import McpError, RequestTimeout, TransportError
 from mcp_tasks._redact import redact_text
 from mcp_tasks._threads import join_all, start_thread
 from mcp_tasks._wire import dumps, loads, subscription_id, valid_id
-from mcp_tasks.transports._base import Message, QueueStream
+from mcp_tasks.transports._base import CLOSED, Message, QueueStream
 from mcp_tasks.transports._process import EXIT_GRACE, exit_code, exited, signal_group
 
 __all__ = ["CLOSE_TIMEOUT", "MAX_LINE", "STDERR_TAIL", "Connection", "Line", "Pending"]
@@ -329,7 +329,7 @@ class Connection:
             self.closed = True
             self.inbox.put(_STOP)
             self.lines.put(_STOP)
-        self.fail("the client is closed")
+        self.fail(CLOSED)
         grace = Deadline(exit_grace)
         self.writer.join(grace.remaining())
         if not exited(self.proc, grace.remaining()):

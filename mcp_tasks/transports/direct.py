@@ -35,6 +35,7 @@ from mcp_tasks.transports._base import (
     Sent,
     Stream,
     Transport,
+    closed_error,
     request_ids,
 )
 
@@ -75,7 +76,7 @@ class _Workers:
         """
         with self._lock:
             if self._closed:
-                raise TransportError("the client is closed")
+                raise closed_error()
             if self._idle:
                 self._idle.pop().put((job, done))
                 return
@@ -305,4 +306,4 @@ class DirectTransport(Transport):
 
     def _check_open(self) -> None:
         if self._closed:
-            raise TransportError("the client is closed")
+            raise closed_error()

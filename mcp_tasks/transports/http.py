@@ -80,7 +80,7 @@ from mcp_tasks._errors import McpError, SessionExpired, TransportError
 from mcp_tasks._wire import dumps as dump_json
 from mcp_tasks._wire import malformed
 from mcp_tasks.transports._answers import HttpStream, SingleMessage, json_answer, messages
-from mcp_tasks.transports._base import Message, RequestId, Sent, Stream, Transport
+from mcp_tasks.transports._base import Message, RequestId, Sent, Stream, Transport, closed_error
 from mcp_tasks.transports._body import Response
 from mcp_tasks.transports._failures import check_status, rpc_error
 from mcp_tasks.transports._get_stream import GetResponse, GetStreamHolder
@@ -152,6 +152,7 @@ class HttpTransport(Transport):
         self.url: str = self._sender.url
         self._where = self._sender.where
         self._streams: set[HttpStream] = set()
+        self._exchanges: set[Watch] = set()  # the watches of the exchanges in flight: `close` cuts them
         self._lock = threading.Lock()
         self._closed = False
         self._legacy = LegacySession()
@@ -173,10 +174,12 @@ class HttpTransport(Transport):
         session's GET stream can hand it an answer, and `close` can cut it.
         """
         self._await_get_stream(deadline)
-        if self._closed:
-            raise TransportError("the client is closed")
         awaited = self._pending.add(message["id"])
-        watch = self._watchdog.watch(deadline)
+        try:
+            watch = self._begin(deadline)
+        except BaseException:
+            self._pending.remove(awaited)
+            raise
         try:
             with watching(watch):
                 return self._exchange(message, deadline, headers, sent, awaited)
@@ -186,7 +189,7 @@ class HttpTransport(Transport):
                 raise
             return found
         finally:
-            watch.close()
+            self._end(watch)
             self._pending.remove(awaited)
 
     def _exchange(
@@ -219,7 +222,7 @@ class HttpTransport(Transport):
         JSON-RPC error in its body (a server that failed to take the notification) raises it.
         """
         bound = Deadline(NOTIFY_TIMEOUT) if deadline is None else deadline.within(NOTIFY_TIMEOUT)
-        watch = self._watchdog.watch(bound)
+        watch = self._begin(bound)
         try:
             with watching(watch):
                 response = self._send(message, bound)
@@ -227,8 +230,10 @@ class HttpTransport(Transport):
                     body = response.read_all(bound, self.max_message)
                 finally:
                     response.finish()
+        except McpError as exc:
+            raise self._closed_or(exc) from exc
         finally:
-            watch.close()
+            self._end(watch)
         if response.status >= 400:
             refused = rpc_error(body)
             raise (
@@ -243,7 +248,7 @@ class HttpTransport(Transport):
     def _open_stream(self, message: Message, deadline: Deadline, sent: Sent) -> Stream:
         """See `Transport.open_stream`: the POST's response is the stream (SSE), or one error."""
         self._await_get_stream(deadline)
-        watch = self._watchdog.watch(deadline)
+        watch = self._begin(deadline)
         try:
             with watching(watch):
                 response = self._send(message, deadline, listen=True, sent=sent)
@@ -252,19 +257,24 @@ class HttpTransport(Transport):
                         single = json_answer(response, response.read_all(deadline, self.max_message), message["id"])
                     finally:
                         response.finish()
+                    self._end(watch)
                     return SingleMessage(single)
+        except McpError as exc:
+            self._end(watch)
+            raise self._closed_or(exc) from exc
         except BaseException:
-            watch.close()
+            self._end(watch)
             raise
         watch.rearm(None)  # open: the stream is read without a deadline, and cut by `close`
         stream = HttpStream(response, self._forget, max_message=self.max_message)
         with self._lock:
             closed = self._closed
+            self._exchanges.discard(watch)  # the stream's now (closing it shuts its socket down)
             if not closed:
                 self._streams.add(stream)
         if closed:  # closed while it opened (outside the lock: closing it forgets it, under the lock)
             stream.close()
-            raise TransportError("the client is closed")
+            raise closed_error()
         return stream
 
     def begin_session(self, protocol_version: str) -> None:
@@ -281,10 +291,12 @@ class HttpTransport(Transport):
         self._legacy.keep()
 
     def close(self) -> None:
-        """Close open streams and fail the requests still waiting; end a handshake session (its
-        GET stream, then DELETE it, unless it was joined); close the requests session unless it
-        was passed in. The notices of abandoned requests still waiting go out first (within their
-        budgets). Idempotent.
+        """Fail the requests still waiting and cut every exchange in flight (its sockets shut
+        down: a request, or a listen stream being opened, to a server gone dark ends at once, with
+        the one closed error), and close open streams; end a handshake session (its GET stream,
+        then DELETE it, unless it was joined); close the requests session unless it was passed in.
+        The notices of abandoned requests still waiting go out first (within their budgets).
+        Idempotent.
         """
         self._stop_cancels()
         with self._lock:
@@ -292,7 +304,10 @@ class HttpTransport(Transport):
                 return
             self._closed = True
             streams = list(self._streams)
-        self._pending.abort()
+            exchanges = list(self._exchanges)
+        self._pending.abort()  # first: a request its cut wakes finds why
+        for watch in exchanges:
+            watch.fire()
         for stream in streams:
             stream.close()
         self._get_stream.close()
@@ -304,6 +319,28 @@ class HttpTransport(Transport):
         return f"<HttpTransport {self._where}>"
 
     # -- internals ----------------------------------------------------------------------------
+
+    def _begin(self, deadline: Deadline | None) -> Watch:
+        """The watch of one exchange in flight, which `close` cuts; the closed error once closed
+        (checked under the lock `close` takes: an exchange is either cut or never begun).
+        """
+        watch = self._watchdog.watch(deadline)
+        with self._lock:
+            if not self._closed:
+                self._exchanges.add(watch)
+                return watch
+        watch.close()
+        raise closed_error()
+
+    def _end(self, watch: Watch) -> None:
+        """The exchange of `watch` is over (`close` no longer cuts it)."""
+        with self._lock:
+            self._exchanges.discard(watch)
+        watch.close()
+
+    def _closed_or(self, exc: McpError) -> McpError:
+        """`exc`, or the closed error when `close` is why the exchange failed."""
+        return closed_error(exc) if self._closed else exc
 
     def _forget(self, stream: HttpStream) -> None:
         with self._lock:
@@ -361,7 +398,7 @@ class HttpTransport(Transport):
         caller set up and closes); the response, its status checked, its body unread.
         """
         if self._closed:
-            raise TransportError("the client is closed")
+            raise closed_error()
         if self._legacy.refuses(message.get("method")):
             # The server expired the session earlier (maybe on a notification, or the answer to
             # one of its requests): the caller's expiry path sets a new one up.

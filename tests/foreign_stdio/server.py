@@ -5,6 +5,8 @@ Flags (any combination):
   --ignore-sigterm   ignore SIGTERM (only SIGKILL ends it)
   --stop-reading     answer the first request, then never read stdin again
   --pid-file PATH    write "pid pgid sid" to PATH once running
+  --dark             answer server/discover only: any other request is read, a notifications/dark
+                     {"method": <its method>} sent, and never answered (a server gone dark)
 
 Tools (tools/call by name): "echo" answers with its arguments; "whoami" answers with the process'
 pid, pgid and sid; "die" prints lines to stderr (one holding a token) and exits with code 4;
@@ -68,6 +70,9 @@ def main(argv: list[str]) -> None:
         name = params.get("name")
         if message.get("method") == "server/discover":  # the client's era probe, before any call
             result(request_id, {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}})
+            continue
+        if "--dark" in argv:
+            send({"jsonrpc": "2.0", "method": "notifications/dark", "params": {"method": message.get("method")}})
             continue
         if name == "whoami":
             result(request_id, text([os.getpid(), os.getpgid(0), os.getsid(0)]))
