@@ -8,7 +8,10 @@ A -32602 (invalid params) refusing a listen is read one of two ways (`refusal`):
   more than 8") or its ``data`` states a maximum: ``{"max": 8}``, ``{"maxTaskIds": 8}``,
   ``{"limit": 8}``, ``{"maximum": 8}`` (a key ``max…`` or ``limit``, a positive integer). The cap
   is then the maximum stated (the data's, else the first number after those words in the message),
-  else half the ids asked for. Only such a refusal teaches a cap.
+  else half the ids asked for; a maximum not below the number asked for is not about them (the
+  refusal is read as one of ids). Words of a limit with no number count only when they speak of
+  ids or their number ("taskIds exceeds the maximum length", not "its maximum lifetime passed").
+  Only such a refusal teaches a cap.
 - Anything else refuses ids: an id the server does not know, or no longer (stale, expired).
   No server of shared/reference/peers.md refuses a listen by its size; for an unknown id they say
   "Task nope not found", "Failed to retrieve task: Task not found", "Unknown or inaccessible
@@ -56,7 +59,8 @@ MAX_TRIES = 40
 """Listens one placement tries (each refused id costs about log2 of the ids more): the rest is polled."""
 
 CAP_WORDS = re.compile(r"too many|at most|maximum|\bmax\b|\blimit\b|no more than", re.IGNORECASE)
-"""What a -32602 refusing a stream says when it is about the number of ids."""
+CAP_SUBJECT = re.compile(r"too many|task ?ids|\bids\b|entries|items|length|size|count|number", re.IGNORECASE)
+"""What a -32602 refusing a stream says when it is about the number of ids (both, or a number)."""
 CAP_NUMBER = re.compile(
     r"(?:at most|maximum|\bmax\b|\blimit\b|no more than)\D{0,12}?(\d+)",
     re.IGNORECASE,
@@ -81,7 +85,8 @@ def refusal(exc: McpError) -> Refusal | None:
     if stated is None:
         number = CAP_NUMBER.search(said)
         stated = int(number.group(1)) if number is not None and int(number.group(1)) > 0 else None
-    return Refusal(stated is not None or CAP_WORDS.search(said) is not None, stated)
+    limit = CAP_WORDS.search(said) is not None and CAP_SUBJECT.search(said) is not None
+    return Refusal(stated is not None or limit, stated)
 
 
 def _stated(data: object) -> int | None:
@@ -197,7 +202,7 @@ class Plan:
     def refused(self, why: Refusal) -> None:
         """The last try was refused with -32602."""
         last = self._take()
-        if why.cap and len(last.ids) > 1:
+        if why.cap and len(last.ids) > 1 and (why.stated is None or why.stated < len(last.ids)):
             self.cap.learn(len(last.ids), why.stated)
             self._suspects = None
             if self.merged and self.streams < self.cap.streams():

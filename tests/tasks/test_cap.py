@@ -62,6 +62,8 @@ def run(plan: Plan, server: Server) -> tuple[list[list[str]], list[list[str]]]:
         ("Task nope not found", None, Refusal(False)),  # the official SDK's tasks/get (peers.md)
         ("Failed to retrieve task: Task not found", None, Refusal(False)),  # the TypeScript SDK's
         ("Task 1234 has expired", {"taskId": "1234"}, Refusal(False)),
+        ("Task 1234 outlived its maximum lifetime", None, Refusal(False)),
+        ("taskIds exceeds the maximum length", None, Refusal(True, None)),
         ("Invalid params", {"max": True, "limit": "8"}, Refusal(False)),
     ],
 )
@@ -112,6 +114,13 @@ def test_ids_beyond_the_capped_streams_are_left() -> None:
     plan = Plan(ids, (), 0, StreamCap())
     streams, _ = run(plan, refusing(cap=8))
     assert len(streams) == MAX_CAPPED_STREAMS and plan.pending == ids[8 * MAX_CAPPED_STREAMS :]
+
+
+def test_a_stated_maximum_above_the_ids_asked_is_about_something_else() -> None:
+    cap = StreamCap()
+    plan = Plan(["a", "b"], (), 0, cap)
+    streams, _ = run(plan, lambda ids: Refusal(True, 3600) if "b" in ids else None)
+    assert streams == [["a"]] and plan.bad == ["b"] and cap.value is None
 
 
 def test_a_merge_refused_for_a_new_id_finds_it_and_keeps_the_others() -> None:
