@@ -96,6 +96,9 @@ ONLY_FROM = {
 }
 
 
+# -- how the source is read -------------------------------------------------------------------
+
+
 def full(part: str) -> str:
     return f"mcp_tasks.{part}" if part else "mcp_tasks"
 
@@ -176,6 +179,9 @@ def floor_of(module: str) -> str:
     return PARTS[part_of(module)]
 
 
+# -- the rules -----------------------------------------------------------------------------------
+
+
 def test_the_rules_see_the_modules() -> None:
     """The reading itself: function-level imports count, typing-only ones do not, and every
     module stands on a floor.
@@ -237,7 +243,7 @@ def reachable(start: str) -> dict[str, str]:
     return seen
 
 
-@pytest.mark.parametrize("module", sorted(m for m in MODULES if part_of(m) == "mcp_tasks.server"))
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if placed(m) == "mcp_tasks.server"))
 def test_the_server_runs_nothing_of_the_client(module: str) -> None:
     """All the reference server runs, however indirectly, is its own and the wire and below."""
     via = reachable(module)
