@@ -50,14 +50,17 @@ def _timed_out(timeout: float) -> BaseException:
     return TimeoutError(f"No answer within {timeout}s")
 
 
-_EXPIRED: list[Callable[[float], BaseException]] = [_timed_out]
+class _Expiry:
+    """What `Deadline.step` raises when the time is up, made from the deadline's timeout."""
+
+    error: Callable[[float], BaseException] = _timed_out
 
 
 def expire_with(error: Callable[[float], BaseException]) -> None:
     """Have `Deadline.step` raise ``error(timeout)`` when the time is up (the errors give
     `RequestTimeout` when they load; before that, a plain `TimeoutError`).
     """
-    _EXPIRED[0] = error
+    _Expiry.error = error
 
 
 class Deadline:
@@ -106,7 +109,7 @@ class Deadline:
         if left is None:
             return None
         if left < MIN_STEP:
-            raise _EXPIRED[0](self.timeout if self.timeout is not None else 0.0)
+            raise _Expiry.error(self.timeout if self.timeout is not None else 0.0)
         return left
 
     def within(self, cap: float | None) -> Deadline:
