@@ -21,6 +21,8 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 
 from mcp_tasks._errors import InvalidStatus
 from mcp_tasks._redact import redact_ids, short_id
+from mcp_tasks._render_hook import html_table, pretty
+from mcp_tasks._status_rows import status_rows
 
 __all__ = ["MAX_SAFE_INT", "SAVED_KEY", "Status", "TaskState"]
 
@@ -187,15 +189,11 @@ class Status:
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         """IPython's pretty form: status, short id, message, timestamps and a payload summary."""
-        from mcp_tasks._people._display import pretty, status_rows
-
         pretty("Status", status_rows(self), printer, cycle)
 
     def _repr_html_(self) -> str:
         """The same as an HTML table, for notebooks."""
-        from mcp_tasks._people._display import status_html
-
-        return status_html(self)
+        return html_table(f"Task {short_id(self.task_id)}", status_rows(self))
 
     def __repr__(self) -> str:
         parts = [f"task_id={short_id(self.task_id)!r}", f"status={self._redact(self.wire_status)!r}"]

@@ -17,9 +17,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+import mcp_tasks._store._sqlite_batch as batch
 from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status
-from mcp_tasks._store import _sqlite_batch as batch
 from mcp_tasks._store._bound import store_bound
 from mcp_tasks._store._error import StoreError, lease_lost
 from mcp_tasks._store._holder import holder_gone
