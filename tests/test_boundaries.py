@@ -42,7 +42,7 @@ FLOORS = (
     ),
     Floor(
         "values",
-        ("_status", "_status_rows", "_errors", "_render_hook"),
+        ("_task_state", "_status", "_status_fields", "_status_rows", "_errors", "_render_hook"),
         "what a call returns and raises: `Status` and the `McpError` family; they show in "
         "notebooks by handing their rows to the renderer registered on `_render_hook`",
     ),
