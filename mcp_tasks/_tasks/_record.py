@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import shlex
+import threading
 import time
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
@@ -134,6 +135,7 @@ def saved_ref(client: Client, task_id: str, given: object, timeout: float | None
 
 
 _UNFENCED: set[type] = set()  # the store classes already said to lack ``update(..., holder=)``
+_UNFENCED_LOCK = threading.Lock()
 
 
 def fenced(store: TaskStore) -> bool:
@@ -144,8 +146,10 @@ def fenced(store: TaskStore) -> bool:
     if fences_statuses(store):
         return True
     kind = type(store)
-    if kind not in _UNFENCED:
+    with _UNFENCED_LOCK:
+        said = kind in _UNFENCED
         _UNFENCED.add(kind)
+    if not said:
         log.warning(
             "the task store %s has no update(task_id, status, *, holder=None): a wait that lost its task's lease "
             "since its last renewal may still record a status there (give update a holder= keyword, fenced as "
@@ -280,6 +284,7 @@ class Recorder:
     def _take_to_end(self) -> bool:
         """Take the lease of a task this wait saw end, when nobody holds it (best effort)."""
         assert self.store is not None
+        self.stop_renewing()  # a lease it lost is not renewed twice
         try:
             with best_effort():
                 taken = self.store.acquire(self.task_id, self.holder, self.ttl)
