@@ -20,7 +20,7 @@ import attrs
 import pytest
 
 import mcp_tasks as mt
-from mcp_tasks._store import NewerRecord, hold, holder_gone, let_go, new_holder
+from mcp_tasks._store import NewerRecord, hold, holder_gone, let_go, moves_forward, new_holder
 from tests.conftest import ROOT
 from tests.memory_store import MemoryTaskStore
 
@@ -189,6 +189,22 @@ def test_a_status_older_by_last_updated_at_is_not_written(store: mt.TaskStore) -
     store.update(TASK, ended)
     kept = store.get(TASK)
     assert kept is not None and kept.last_status == ended and store.unfinished() == []
+
+
+@pytest.mark.parametrize(
+    ("kept_at", "read_at", "written"),
+    [
+        ("2026-12-01T10:00:05", "2026-12-01T10:00:04Z", False),  # no zone named: UTC
+        ("2026-12-01T10:00:05Z", "2026-12-01T10:00:05Z", True),  # the same time: the later write wins
+        ("yesterday", "2026-12-01T10:00:04Z", True),  # a time that does not read: nothing to compare
+        ("2026-12-01T10:00:05Z", None, True),
+    ],
+)
+def test_a_status_moves_forward_unless_it_is_older(kept_at: str, read_at: str | None, written: bool) -> None:
+    kept = ref().with_status(status_at(mt.TaskState.WORKING, kept_at))
+    assert moves_forward(kept, status_at(mt.TaskState.INPUT_REQUIRED, read_at)) is written
+    assert moves_forward(ref(), working()) and moves_forward(kept, working(TASK, mt.TaskState.CANCELLED))
+    assert not moves_forward(attrs.evolve(kept, gone="forgotten"), working(TASK, mt.TaskState.COMPLETED))
 
 
 def test_a_holder_without_the_lease_writes_no_status(store: mt.TaskStore) -> None:
