@@ -10,13 +10,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-__all__ = ["STATUS_BUDGET", "best_effort", "store_bound", "store_deadline"]
+__all__ = ["END_BUDGET", "STATUS_BUDGET", "best_effort", "store_bound", "store_deadline"]
 
 STATUS_BUDGET = 2.0
 """Seconds a best-effort store write (a status read) may wait for a busy store, at most a quarter
 of the time its caller has left: a store locked by another connection must not make a task that
 has ended look timed out, while processes taking turns at one file (each a few milliseconds, up
 to a second on a loaded machine) still get their statuses through."""
+
+END_BUDGET = 10.0
+"""Seconds the record of a task's end may wait for a busy store (at most half the time its caller
+has left): more than a status's, for an end left unrecorded makes a finished task look unfinished
+(adopted and delivered again), yet bounded, for the caller has its result already."""
 
 _BOUND: ContextVar[float | None] = ContextVar("mcp_tasks_store_bound", default=None)
 
@@ -40,13 +45,14 @@ def store_bound() -> float | None:
 
 
 @contextmanager
-def best_effort() -> Iterator[None]:
+def best_effort(*, end: bool = False) -> Iterator[None]:
     """Store calls made inside give up on a busy store after `STATUS_BUDGET` seconds, or a
     quarter of the time to the bound already set if that is less: for writes a wait can do
-    without, such as a status's.
+    without, such as a status's. For a task's `end`: `END_BUDGET`, or half the time left.
     """
     now = time.monotonic()
     outer = _BOUND.get()
-    budget = STATUS_BUDGET if outer is None else min(STATUS_BUDGET, max(outer - now, 0.0) / 4)
+    most, share = (END_BUDGET, 2) if end else (STATUS_BUDGET, 4)
+    budget = most if outer is None else min(most, max(outer - now, 0.0) / share)
     with store_deadline(now + budget):
         yield

@@ -163,9 +163,10 @@ def record_status(
     status: Status, store: TaskStore | None, deadline: Deadline | None = None, holder: str | None = None
 ) -> None:
     """Make `status` its task's last status in the store (which keeps it only if it moves the
-    record forward): best effort, a busy store is given `STATUS_BUDGET` seconds (or less, to the
-    call's `deadline`), then the status goes unrecorded. With `holder`, fenced by its lease where
-    the store can (nothing written once another holds it).
+    record forward): best effort, a busy store is given `STATUS_BUDGET` seconds (`END_BUDGET` for
+    a task's end, which a fleet must not lose; less, to the call's `deadline`), then the status
+    goes unrecorded, with a warning. With `holder`, fenced by its lease where the store can
+    (nothing written once another holds it).
     """
     if store is None:
         return
@@ -177,8 +178,8 @@ def record_status(
         else:  # a store of one's own may take no holder=
             store.update(status.task_id, status)
 
-    with store_deadline(deadline.at if deadline is not None else None), best_effort():
-        _kept("its status", status.task_id, update)
+    with store_deadline(deadline.at if deadline is not None else None), best_effort(end=status.terminal):
+        _kept("its end" if status.terminal else "its status", status.task_id, update)
 
 
 @attrs.frozen
@@ -286,10 +287,10 @@ class Recorder:
         assert self.store is not None
         self.stop_renewing()  # a lease it lost is not renewed twice
         try:
-            with best_effort():
+            with best_effort(end=True):
                 taken = self.store.acquire(self.task_id, self.holder, self.ttl)
-        except StoreError as exc:  # as a failed status write is said
-            log.warning("task %s: could not record its status (nor take its lease to): %s", short_id(self.task_id), exc)
+        except StoreError as exc:  # as a failed end's record is said
+            log.warning("task %s: could not record its end (nor take its lease to): %s", short_id(self.task_id), exc)
             return False
         if taken:
             self._hold()

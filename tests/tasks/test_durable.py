@@ -338,7 +338,7 @@ def test_a_task_that_ends_while_the_store_is_locked_is_no_timeout(
             other.close()
     kept = store.get(task.task_id)
     assert kept is not None and kept.last_status is not None and not kept.finished  # its end went unrecorded
-    assert any("could not record its status" in record.getMessage() for record in caplog.records)
+    assert any("could not record its end" in record.getMessage() for record in caplog.records)
 
 
 def test_a_wait_with_input_return_on_a_task_leased_elsewhere_returns_the_status(
