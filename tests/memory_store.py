@@ -12,7 +12,7 @@ from typing import Any
 import attrs
 
 import mcp_tasks as mt
-from mcp_tasks._store import holder_gone
+from mcp_tasks._store import holder_gone, moves_forward
 from mcp_tasks._store._protocol import check_ends
 
 
@@ -29,12 +29,24 @@ class MemoryTaskStore:
 
     def record(self, ref: mt.TaskRef) -> None:
         with self._lock:
-            self._refs[ref.task_id] = ref
+            kept = self._refs.get(ref.task_id)
+            if kept is None or not kept.finished:  # a finished ref stays as it is
+                self._refs[ref.task_id] = ref
 
-    def update(self, task_id: str, status: mt.Status) -> None:
+    def _forward(self, task_id: str, status: mt.Status, holder: str | None) -> None:
+        """`status` made the task's last, under the lock, when it moves the record forward and
+        `holder` (if given) holds the lease now.
+        """
+        kept = self._refs.get(task_id)
+        lease = self._leases.get(task_id)
+        if holder is not None and (lease is None or lease[0] != holder or lease[1] <= time.time()):
+            return
+        if kept is not None and moves_forward(kept, status):
+            self._refs[task_id] = kept.with_status(status)
+
+    def update(self, task_id: str, status: mt.Status, *, holder: str | None = None) -> None:
         with self._lock:
-            if task_id in self._refs:
-                self._refs[task_id] = self._refs[task_id].with_status(status)
+            self._forward(task_id, status, holder)
 
     def get(self, task_id: str) -> mt.TaskRef | None:
         with self._lock:
@@ -133,8 +145,8 @@ class MemoryTaskStore:
         checked = check_ends(ends)
         with self._lock:
             for task_id, status, holder in checked:
-                if task_id in self._refs:
-                    self._refs[task_id] = self._refs[task_id].with_status(status)
+                self._forward(task_id, status, holder)
+            for task_id, _, holder in checked:
                 kept = self._answers.get(task_id, {})
                 self._answers[task_id] = {key: (value, True) for key, (value, _) in kept.items()}
                 current = self._leases.get(task_id)

@@ -87,9 +87,9 @@ class PgIntents:
                 )
                 return
             conn.execute(
-                f"INSERT INTO {tasks} (task_id, finished, created_at, ref) VALUES (%s, %s, %s, %s) "
+                f"INSERT INTO {tasks} AS k (task_id, finished, created_at, ref) VALUES (%s, %s, %s, %s) "
                 "ON CONFLICT (task_id) DO UPDATE SET finished = EXCLUDED.finished, created_at = EXCLUDED.created_at, "
-                "updated_at = now(), ref = EXCLUDED.ref".encode(),
+                "updated_at = now(), ref = EXCLUDED.ref WHERE NOT k.finished".encode(),  # as `record`: only forward
                 (ref.task_id, ref.finished, ref.created_at, ref.to_json()),
             )
             conn.execute(

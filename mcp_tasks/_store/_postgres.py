@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import mcp_tasks._store._pg_batch as batch
 from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status
-from mcp_tasks._store import _pg_batch as batch
 from mcp_tasks._store._bound import store_bound
 from mcp_tasks._store._error import StoreError, lease_lost
 from mcp_tasks._store._holder import holder_gone, machine_id, pid_namespace
@@ -172,10 +172,10 @@ class PostgresTaskStore(PgIntents):
         row = (ref.task_id, ref.finished, ref.created_at, ref.to_json())
 
         def work(conn: Conn) -> None:
-            conn.execute(
-                f"INSERT INTO {self._tasks} (task_id, finished, created_at, ref) VALUES (%s, %s, %s, %s) "
+            conn.execute(  # a finished ref stays as it is: records only move forward
+                f"INSERT INTO {self._tasks} AS k (task_id, finished, created_at, ref) VALUES (%s, %s, %s, %s) "
                 "ON CONFLICT (task_id) DO UPDATE SET finished = EXCLUDED.finished, created_at = EXCLUDED.created_at, "
-                "updated_at = now(), ref = EXCLUDED.ref",
+                "updated_at = now(), ref = EXCLUDED.ref WHERE NOT k.finished",
                 row,
             )
             if prune:
@@ -194,23 +194,13 @@ class PostgresTaskStore(PgIntents):
         if gone is not None and gone[0]:
             log.debug("pruned %d finished task(s) from %s", gone[0], self.server)
 
-    def update(self, task_id: str, status: Status) -> None:
-        """See `TaskStore.update`."""
+    def update(self, task_id: str, status: Status, *, holder: str | None = None) -> None:
+        """See `TaskStore.update`: decided with the task's row (and its lease's) locked until the
+        write commits.
+        """
         if not isinstance(status, Status):
             raise TypeError(f"expected a Status, got {type(status).__name__}")
-
-        def work(conn: Conn) -> None:
-            row = conn.execute(f"SELECT ref FROM {self._tasks} WHERE task_id = %s FOR UPDATE".encode(), (task_id,))
-            found = row.fetchone()
-            if found is None:
-                return
-            ref = TaskRef.from_json(found[0]).with_status(status)
-            conn.execute(
-                f"UPDATE {self._tasks} SET finished = %s, updated_at = now(), ref = %s WHERE task_id = %s",
-                (ref.finished, ref.to_json(), task_id),
-            )
-
-        self._run(work)
+        self._run(lambda conn: batch.move_forward(conn, self._t, [(task_id, status, holder)]))
 
     def get(self, task_id: str) -> TaskRef | None:
         """See `TaskStore.get`."""
@@ -376,9 +366,10 @@ class PostgresTaskStore(PgIntents):
 
     def finish_many(self, ends: Sequence[tuple[str, Status, str | None]]) -> None:
         """The ends of many tasks in one transaction: for each ``(task_id, status, holder)``, its
-        final `status` recorded (as `update` would), its unacknowledged answers acknowledged, and
-        the lease `holder` holds freed (None: it held none). Optional in a store: without it a
-        wait's end takes `update`, `unacknowledged` and `release`.
+        final `status` recorded as ``update(task_id, status, holder=holder)`` would (fenced by a
+        `holder`; None: it held none, unfenced), its unacknowledged answers acknowledged, and the
+        lease `holder` holds freed. Optional in a store: without it a wait's end takes `update`,
+        `unacknowledged` and `release`.
         """
         checked = check_ends(ends)
         if checked:

@@ -17,9 +17,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+import mcp_tasks._store._sqlite_batch as batch
 from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status
-from mcp_tasks._store import _sqlite_batch as batch
 from mcp_tasks._store._bound import store_bound
 from mcp_tasks._store._error import StoreError, lease_lost
 from mcp_tasks._store._holder import holder_gone
@@ -169,8 +169,10 @@ class SqliteTaskStore(SqliteIntents):
         def work(db: sqlite3.Connection) -> None:
             now = time.time()
             with self._write(db):
-                db.execute(
-                    "INSERT OR REPLACE INTO tasks VALUES (?, ?, ?, ?, ?)",
+                db.execute(  # a finished ref stays as it is: records only move forward
+                    "INSERT INTO tasks VALUES (?, ?, ?, ?, ?) ON CONFLICT (task_id) DO UPDATE SET finished = "
+                    "excluded.finished, created_at = excluded.created_at, updated_at = excluded.updated_at, "
+                    "ref = excluded.ref WHERE tasks.finished = 0",
                     (ref.task_id, int(ref.finished), ref.created_at, now, ref.to_json()),
                 )
                 if prune:
@@ -195,21 +197,14 @@ class SqliteTaskStore(SqliteIntents):
         for table in ("tasks", "answers", "leases"):
             db.execute(f"DELETE FROM {table} WHERE task_id = ?", (task_id,))
 
-    def update(self, task_id: str, status: Status) -> None:
-        """See `TaskStore.update`."""
+    def update(self, task_id: str, status: Status, *, holder: str | None = None) -> None:
+        """See `TaskStore.update`: decided in the write transaction that writes it."""
         if not isinstance(status, Status):
             raise TypeError(f"expected a Status, got {type(status).__name__}")
 
         def work(db: sqlite3.Connection) -> None:
             with self._write(db):
-                row = db.execute("SELECT ref FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
-                if row is None:
-                    return
-                ref = TaskRef.from_json(row[0]).with_status(status)
-                db.execute(
-                    "UPDATE tasks SET finished = ?, updated_at = ?, ref = ? WHERE task_id = ?",
-                    (int(ref.finished), time.time(), ref.to_json(), task_id),
-                )
+                batch.move_forward(db, task_id, status, holder, time.time())
 
         self._run(work)
 
@@ -363,9 +358,10 @@ class SqliteTaskStore(SqliteIntents):
 
     def finish_many(self, ends: Sequence[tuple[str, Status, str | None]]) -> None:
         """The ends of many tasks in one transaction: for each ``(task_id, status, holder)``, its
-        final `status` recorded (as `update` would), its unacknowledged answers acknowledged, and
-        the lease `holder` holds freed (None: it held none). Optional in a store: without it a
-        wait's end takes `update`, `unacknowledged` and `release`.
+        final `status` recorded as ``update(task_id, status, holder=holder)`` would (fenced by a
+        `holder`; None: it held none, unfenced), its unacknowledged answers acknowledged, and the
+        lease `holder` holds freed. Optional in a store: without it a wait's end takes `update`,
+        `unacknowledged` and `release`.
         """
         checked = check_ends(ends)
 

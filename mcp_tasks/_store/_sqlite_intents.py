@@ -71,8 +71,10 @@ def _join(
     """Join the task (`ref`, kept as `record` keeps one) or the immediate `result` to the intent."""
     db.execute(TABLE)
     if ref is not None:
-        db.execute(
-            "INSERT OR REPLACE INTO tasks VALUES (?, ?, ?, ?, ?)",
+        db.execute(  # as `record` writes it: a finished ref stays as it is (records only move forward)
+            "INSERT INTO tasks VALUES (?, ?, ?, ?, ?) ON CONFLICT (task_id) DO UPDATE SET finished = "
+            "excluded.finished, created_at = excluded.created_at, updated_at = excluded.updated_at, "
+            "ref = excluded.ref WHERE tasks.finished = 0",
             (ref.task_id, int(ref.finished), ref.created_at, now, ref.to_json()),
         )
         db.execute("UPDATE intents SET task_id = ? WHERE endpoint = ? AND key = ?", (ref.task_id, endpoint, key))
