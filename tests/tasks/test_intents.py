@@ -9,6 +9,7 @@ a real PostgreSQL, against the reference server over HTTP (which counts its ``to
 from __future__ import annotations
 
 import io
+import json
 import logging
 import shutil
 from collections.abc import Iterator
@@ -140,6 +141,10 @@ def test_a_call_whose_id_was_never_recorded_is_listed_as_started(
     out = io.StringIO()
     assert list_tasks(store, out) == 1
     assert "started, id never recorded" in out.getvalue() and "order-7" in out.getvalue()
+    out = io.StringIO()
+    list_tasks(store, out, form="json")
+    (listed,) = json.loads(out.getvalue())
+    assert (listed["taskId"], listed["key"], listed["started"]) == (None, "order-7", "started, id never recorded")
     assert list(mt.adopt(store, timeout=1)) == []  # nothing adopt can follow, and no crash
     with (
         mt.Client.http(served.url, store=store) as again,
