@@ -17,6 +17,7 @@ from typing import IO, TYPE_CHECKING, Any
 from mcp_tasks._errors import McpError
 from mcp_tasks._redact import short_id
 from mcp_tasks._tasks import TaskFuture, adopt
+from mcp_tasks.cli._help import HelpFormatter
 from mcp_tasks.cli._store import add_store_option, open_store
 
 if TYPE_CHECKING:
@@ -25,14 +26,17 @@ if TYPE_CHECKING:
 __all__ = ["add_adopt_command", "run_adopt"]
 
 DESCRIPTION = """\
-Follow the tasks of the task store that nobody follows (their process died, or their lease lapsed):
-claim them (two workers never get the same task), wait for each to its end, record the end and free
-its lease. One line per task on stdout as it ends: its short id and outcome (with --json, a JSON
-object with the full id). With --timeout, the tasks still running then are freed for another worker.
-With --forever, a worker that runs until stopped: it claims while it follows (an orphan is claimed
-within about a second of its lease lapsing), holds at most --limit tasks at once, rides out store
-outages (one warning when one begins, one line when it ends), and on Ctrl-C or SIGTERM frees the
-leases it holds for another worker and exits.
+Follow the tasks of the task store that nobody follows (their process died, or their lease
+lapsed), one pass: claim them (two workers never get the same task), wait for each to its end,
+record the end and free its lease. One line per task on stdout as it ends, its short id and
+outcome (with --json, a JSON object with the full id). With --timeout, the tasks still running
+then are freed for another worker.
+
+With --forever, a worker that runs until stopped: it claims while it follows (an orphan is
+claimed within about a second of its lease lapsing), holds at most --limit tasks at once, rides
+out store outages (one warning when one begins, one line when it ends), and on Ctrl-C or SIGTERM
+frees the leases it holds for another worker and exits.
+
 Exit 0 when every task adopted completed, 3 otherwise."""
 
 
@@ -43,7 +47,7 @@ def add_adopt_command(commands: Any, parents: list[argparse.ArgumentParser]) -> 
         parents=parents,
         help="follow the store's tasks that nobody follows to their ends",
         description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     parser.add_argument(
         "--limit",
