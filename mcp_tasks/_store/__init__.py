@@ -3,7 +3,7 @@ and `SqliteTaskStore`, the store that ships. The store knows nothing of clients 
 tasks code records into it.
 """
 
-from mcp_tasks._store._bound import best_effort, store_bound, store_deadline
+from mcp_tasks._store._bound import Hurry, best_effort, on_hurry, store_bound, store_deadline
 from mcp_tasks._store._error import StoreError
 from mcp_tasks._store._holder import holder_gone, new_holder
 from mcp_tasks._store._open import open_store
@@ -17,6 +17,7 @@ __all__ = [
     "CLAIM_METHOD",
     "LEASE_TTL",
     "STORE_METHODS",
+    "Hurry",
     "Lease",
     "NewerRecord",
     "PostgresTaskStore",
@@ -32,6 +33,7 @@ __all__ = [
     "lease_ttl_of",
     "let_go",
     "new_holder",
+    "on_hurry",
     "open_store",
     "store_bound",
     "store_deadline",
