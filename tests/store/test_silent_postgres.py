@@ -157,3 +157,18 @@ def test_a_store_call_with_no_caller_deadline_is_cut_at_the_busy_timeout(own_clu
                 store.get("a-task")
             assert freeze.held
         assert store.get("a-task") is None  # the cut connection was not pooled dirty
+
+
+def test_close_ends_the_futures_driver_on_a_frozen_database(setup: Setup) -> None:
+    """The driver's thread frees its waits' leases as it ends: hurried by close(), not 5 s each."""
+    client, url, freeze = setup
+    future = mt.submit(client, "slow_compute", {"block": True, "gate": "never"})
+    assert future.task_id is not None
+    assert lease_taken(url, future.task_id).wait(30)
+    with freeze():
+        client.close()
+        assert freeze.held  # close() returned while the database was still frozen
+        with pytest.raises(mt.TransportError):
+            future.result(timeout=30)
+        left = [name for name in mcp_threads() if "futures" in name or "renewer" in name]
+        assert left == []  # the driver and the renewer were joined, not left behind
