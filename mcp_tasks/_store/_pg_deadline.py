@@ -128,6 +128,7 @@ class Deadlines:
         self._wake = threading.Condition(self.lock)
         self._name = name
         self._open: set[Cut] = set()
+        self._target: float | None = None  # when the sleeper wakes next (None: not before notified)
         self._thread: threading.Thread | None = None
         self._closed = False
 
@@ -138,8 +139,10 @@ class Deadlines:
             cut.fired = self._closed  # the store is closing: nothing more goes out
             self._open.add(cut)
             if self._thread is None and not self._closed:
+                self._target = at
                 self._thread = start_thread(f"postgres-deadline-{self._name}", self._run)
-            self._wake.notify()
+            else:
+                self._sooner(at)
         return cut
 
     def watching(self, at: float) -> _Watching:
@@ -151,7 +154,13 @@ class Deadlines:
         with self.lock:
             if at < cut.at and not cut.closed:
                 cut.at = at
-                self._wake.notify()
+                self._sooner(at)
+
+    def _sooner(self, at: float) -> None:
+        # the lock held: wake the sleeper only when it would wake too late (one wake-up, not one per call)
+        if self._target is None or at < self._target:
+            self._target = at
+            self._wake.notify()
 
     def release(self, cut: Cut) -> bool:
         """See `Cut.close`."""
@@ -184,6 +193,7 @@ class Deadlines:
                     if due:
                         break
                     nearest = min((cut.at for cut in self._open), default=None)
+                    self._target = nearest
                     self._wake.wait(None if nearest is None else nearest - now)
                 for cut in due:
                     self._open.discard(cut)
