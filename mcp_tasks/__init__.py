@@ -32,12 +32,21 @@ from mcp_tasks._input import InputHandlers
 from mcp_tasks._logs import install as _escape_log_lines
 from mcp_tasks._oauth import FileTokenStore, MemoryTokenStore, OAuth, TokenStore
 from mcp_tasks._options import ClientOptions
-from mcp_tasks._people._display import StatusDisplay
+from mcp_tasks._people import _prompt  # (registers what InputHandlers.interactive asks with)
+from mcp_tasks._people._display import StatusDisplay  # (registers how a Status or an error shows)
 from mcp_tasks._people._progress import SetProgress, SetSnapshot
-from mcp_tasks._session._retry import Retry
 from mcp_tasks._session._subscription import Closed, Dropped, Notification, Subscription
 from mcp_tasks._status import Status, TaskState
-from mcp_tasks._store import PostgresTaskStore, SqliteTaskStore, StoreError, TaskRef, TaskStore, open_store
+from mcp_tasks._store import (
+    Intent,
+    OutcomeUnknown,
+    PostgresTaskStore,
+    SqliteTaskStore,
+    StoreError,
+    TaskRef,
+    TaskStore,
+    open_store,
+)
 from mcp_tasks._tasks import (
     CANCEL_BUDGET,
     CallOptions,
@@ -67,6 +76,7 @@ from mcp_tasks._tasks import (
 )
 from mcp_tasks._tasks._strategies import InputStrategy
 from mcp_tasks._version import __version__
+from mcp_tasks.transports._retry import Retry
 
 __all__ = [
     "CANCEL_BUDGET",
@@ -82,6 +92,7 @@ __all__ = [
     "InputHandlers",
     "InputRequired",
     "InputStrategy",
+    "Intent",
     "InvalidStatus",
     "ManyOptions",
     "McpError",
@@ -89,6 +100,7 @@ __all__ = [
     "Notification",
     "OAuth",
     "OAuthError",
+    "OutcomeUnknown",
     "PostgresTaskStore",
     "ProtocolError",
     "RequestTimeout",
@@ -140,7 +152,7 @@ for _name in __all__:
     _public = globals()[_name]
     if isinstance(_public, type) and _public.__module__.startswith("mcp_tasks."):
         _public.__module__ = "mcp_tasks"
-del _name, _public
+del _name, _public, _prompt
 
 _escape_log_lines()  # no log line of the library carries a server's raw control characters
 del _escape_log_lines

@@ -5,6 +5,9 @@ Why the main thread waits in short slices: a real SIGINT interrupts a blocked wa
 pending; the main thread raises `KeyboardInterrupt` when its blocking call returns. So the main
 thread blocks at most `INTERRUPT_SLICE` at a time. Other threads never receive `KeyboardInterrupt`
 and block in one piece, waking only for what they wait for.
+
+The clock stands below the errors: what a passed deadline raises (`RequestTimeout`) is told it by
+`mcp_tasks._errors` when the package loads (`expire_with`).
 """
 
 from __future__ import annotations
@@ -13,9 +16,8 @@ import math
 import queue
 import threading
 import time
+from collections.abc import Callable
 from typing import Final, TypeVar
-
-from mcp_tasks._errors import RequestTimeout
 
 __all__ = [
     "INTERRUPT_SLICE",
@@ -25,6 +27,7 @@ __all__ = [
     "block_for",
     "check_duration",
     "check_timeout",
+    "expire_with",
     "get_sliced",
     "pause",
     "wait_condition",
@@ -41,6 +44,23 @@ MIN_STEP: Final = 0.001
 """Less time than this left is no time: a step is never given a zero or near-zero timeout."""
 
 T = TypeVar("T")
+
+
+def _timed_out(timeout: float) -> BaseException:
+    return TimeoutError(f"No answer within {timeout}s")
+
+
+class _Expiry:
+    """What `Deadline.step` raises when the time is up, made from the deadline's timeout."""
+
+    error: Callable[[float], BaseException] = _timed_out
+
+
+def expire_with(error: Callable[[float], BaseException]) -> None:
+    """Have `Deadline.step` raise ``error(timeout)`` when the time is up (the errors give
+    `RequestTimeout` when they load; before that, a plain `TimeoutError`).
+    """
+    _Expiry.error = error
 
 
 class Deadline:
@@ -82,14 +102,14 @@ class Deadline:
     def step(self, cap: float | None = None) -> float | None:
         """The timeout for the next blocking step: the time left, cut to `cap`; None for no limit.
 
-        Never zero or negative: raises `RequestTimeout` when the time is up, so expiry is decided
-        before any I/O and no socket or validator ever sees a zero timeout.
+        Never zero or negative: raises `RequestTimeout` (see `expire_with`) when the time is up, so
+        expiry is decided before any I/O and no socket or validator ever sees a zero timeout.
         """
         left = self.bound(cap)
         if left is None:
             return None
         if left < MIN_STEP:
-            raise RequestTimeout(self.timeout if self.timeout is not None else 0.0)
+            raise _Expiry.error(self.timeout if self.timeout is not None else 0.0)
         return left
 
     def within(self, cap: float | None) -> Deadline:

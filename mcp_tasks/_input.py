@@ -44,6 +44,7 @@ __all__ = [
     "InputSubject",
     "NoHandler",
     "answer_all",
+    "ask_a_person_with",
     "capabilities_for",
     "check_response",
     "declared_kinds",
@@ -56,6 +57,21 @@ Handler = Callable[[dict[str, Any]], Any]
 
 KINDS = INPUT_KINDS
 ELICITATION_ACTIONS = frozenset({"accept", "decline", "cancel"})
+
+
+class _Interactive:
+    """Who makes the handlers that ask a person: the prompt, registered when the package loads
+    (`ask_a_person_with`; the input code stands below what a person sees).
+    """
+
+    handlers: Callable[[Prompter | None], tuple[Handler, Handler]] | None = None
+
+
+def ask_a_person_with(handlers: Callable[[Prompter | None], tuple[Handler, Handler]]) -> None:
+    """Have `InputHandlers.interactive` ask a person through `handlers(prompter)`: the form and
+    URL handlers (`mcp_tasks._people._prompt` registers its own when the package loads).
+    """
+    _Interactive.handlers = handlers
 
 
 def _check_handler(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -93,9 +109,9 @@ class InputHandlers:
         wait's deadline (``timeout=``), and leaves the queue when the client closes or its future
         is cancelled.
         """
-        from mcp_tasks._people._prompt import interactive_handlers
-
-        form, url = interactive_handlers(prompter)
+        if _Interactive.handlers is None:
+            raise RuntimeError("mcp_tasks._people._prompt is not loaded: import mcp_tasks first")
+        form, url = _Interactive.handlers(prompter)
         return cls(form=form, url=url, sampling=sampling, roots=roots)
 
     def for_kind(self, kind: str | None) -> Handler | None:

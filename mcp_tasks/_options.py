@@ -13,9 +13,9 @@ from mcp_tasks._clock import check_timeout
 from mcp_tasks._input import InputHandlers, capabilities_for
 from mcp_tasks._input_kinds import INPUT_KINDS, InputKind
 from mcp_tasks._session._agreement import check_protocol
-from mcp_tasks._session._retry import Retry
 from mcp_tasks._store._protocol import TaskStore, check_store
 from mcp_tasks._version import __version__
+from mcp_tasks.transports._retry import Retry
 
 __all__ = [
     "DEFAULT_TIMEOUT",

@@ -11,9 +11,8 @@ outcome is a `Status` or an `InvalidStatus`.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
 import attrs
 import cattrs
@@ -21,43 +20,35 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 
 from mcp_tasks._errors import InvalidStatus
 from mcp_tasks._redact import redact_ids, short_id
+from mcp_tasks._render_hook import html_table, pretty
+from mcp_tasks._status_fields import (
+    LEGACY_KEYS,
+    MISSING,
+    OPTIONAL_HOOKS,
+    PASSED_THROUGH,
+    PAYLOAD_HOOKS,
+    WIRE_NAMES,
+    as_is,
+    checked_error,
+    checked_input_requests,
+    checked_result,
+    decodes,
+    key_on_wire,
+    known_state,
+    positive_int_or_none,
+    required_text,
+    text_or_none,
+    wire_text,
+)
+from mcp_tasks._status_rows import status_rows
+from mcp_tasks._task_state import KNOWN_STATES, MAX_SAFE_INT, PAYLOAD, TERMINAL, Era, TaskState
 
-__all__ = ["MAX_SAFE_INT", "SAVED_KEY", "Status", "TaskState"]
+__all__ = ["MAX_SAFE_INT", "SAVED_KEY", "Era", "Status", "TaskState"]
 
-Era = Literal["modern", "legacy"]
 
 SAVED_KEY = "io.github.mcp-tasks/saved"
 """The key of a saved map (`Status.to_map`) under which this client keeps what is not on the wire:
 ``{"era": "legacy", "sessionId": "..."}``. Namespaced so that no server's key collides with it."""
-
-MAX_SAFE_INT = 2**53 - 1
-"""The largest integer every JSON peer reads exactly: a larger ttlMs or pollIntervalMs is ignored
-(seconds from it would overflow a float), a larger error code refused."""
-
-
-class TaskState(str, enum.Enum):
-    """A task's status. `UNKNOWN` stands for a value this client does not know (kept in
-    ``Status.raw``); it is not terminal, and a wait treats it like `WORKING`.
-    """
-
-    WORKING = "working"
-    INPUT_REQUIRED = "input_required"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-    UNKNOWN = "unknown"
-
-    def __str__(self) -> str:
-        return self.value
-
-
-_KNOWN_STATES = {state.value: state for state in TaskState if state is not TaskState.UNKNOWN}
-_TERMINAL = frozenset({TaskState.COMPLETED, TaskState.FAILED, TaskState.CANCELLED})
-_PAYLOAD = {
-    TaskState.INPUT_REQUIRED: "inputRequests",
-    TaskState.COMPLETED: "result",
-    TaskState.FAILED: "error",
-}
 
 
 @attrs.frozen(repr=False)
@@ -124,13 +115,13 @@ class Status:
         if self.status is TaskState.UNKNOWN:
             fields["status"] = self.wire_status
         wire = dict(self.raw)
-        for name, key in _WIRE_NAMES.items():
-            if name in _PASSED_THROUGH:
+        for name, key in WIRE_NAMES.items():
+            if name in PASSED_THROUGH:
                 continue
-            wire_key = _wire_key(key, self.era, self.raw)
+            wire_key = key_on_wire(key, self.era, self.raw)
             if key in fields:
                 wire[wire_key] = fields[key]
-            elif name in _OPTIONAL_HOOKS and wire_key in wire and _decodes(name, wire[wire_key]):
+            elif name in OPTIONAL_HOOKS and wire_key in wire and decodes(name, wire[wire_key]):
                 del wire[wire_key]  # the field was cleared: the map must not bring it back
         saved: dict[str, str] = {}
         if self.era != "modern":
@@ -144,7 +135,7 @@ class Status:
     @property
     def terminal(self) -> bool:
         """True for completed, failed and cancelled, which never change."""
-        return self.status in _TERMINAL
+        return self.status in TERMINAL
 
     @property
     def detailed(self) -> bool:
@@ -187,15 +178,11 @@ class Status:
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         """IPython's pretty form: status, short id, message, timestamps and a payload summary."""
-        from mcp_tasks._people._display import pretty, status_rows
-
         pretty("Status", status_rows(self), printer, cycle)
 
     def _repr_html_(self) -> str:
         """The same as an HTML table, for notebooks."""
-        from mcp_tasks._people._display import status_html
-
-        return status_html(self)
+        return html_table(f"Task {short_id(self.task_id)}", status_rows(self))
 
     def __repr__(self) -> str:
         parts = [f"task_id={short_id(self.task_id)!r}", f"status={self._redact(self.wire_status)!r}"]
@@ -223,32 +210,6 @@ class Status:
 # before either path runs: ``_meta`` and `SAVED_KEY` (`_saved`), which payload a map must carry (it
 # follows from its status and resultType), and the legacy era's keys. `_decode_fast` applies the
 # same hooks to the same keys, without cattrs' bookkeeping; tests hold the two paths equal.
-
-_WIRE_NAMES = {
-    "task_id": "taskId",
-    "status": "status",
-    "status_message": "statusMessage",
-    "created_at": "createdAt",
-    "last_updated_at": "lastUpdatedAt",
-    "ttl_ms": "ttlMs",
-    "poll_interval_ms": "pollIntervalMs",
-    "input_requests": "inputRequests",
-    "result": "result",
-    "error": "error",
-    "raw": "raw",
-    "era": "era",
-}
-_PASSED_THROUGH = frozenset({"raw", "era"})  # not on the wire: from_map supplies them (and session_id)
-_LEGACY_KEYS = {"ttlMs": "ttl", "pollIntervalMs": "pollInterval"}
-_MISSING = object()  # a payload the status implies that the map does not carry
-
-
-def _wire_key(key: str, era: Era, task: Mapping[str, Any]) -> str:
-    """The key a field is read from (and written back to) in a map of this era."""
-    legacy = _LEGACY_KEYS.get(key)
-    if era == "legacy" and legacy is not None and key not in task:
-        return legacy
-    return key
 
 
 def _saved(task: Mapping[str, Any]) -> tuple[Era, str | None]:
@@ -285,7 +246,7 @@ def _payload_key(task: Mapping[str, Any], wire_status: object, era: Era) -> str 
     """
     if not isinstance(wire_status, str) or era != "modern":
         return None
-    key = _PAYLOAD.get(_KNOWN_STATES.get(wire_status, TaskState.UNKNOWN))
+    key = PAYLOAD.get(KNOWN_STATES.get(wire_status, TaskState.UNKNOWN))
     if key is None or (key not in task and task.get("resultType") == "task"):
         return None
     return key
@@ -299,20 +260,20 @@ def _decode_fast(task: Mapping[str, Any], era: Era, session_id: str | None) -> S
     wire_status = task.get("status")
     if not isinstance(task_id, str) or not task_id or not isinstance(wire_status, str):
         return None
-    if not task_id.isascii() and not _wire_text(task_id):
+    if not task_id.isascii() and not wire_text(task_id):
         return None
     get = task.get
-    ttl = get("ttlMs", _MISSING)
-    poll = get("pollIntervalMs", _MISSING)
+    ttl = get("ttlMs", MISSING)
+    poll = get("pollIntervalMs", MISSING)
     if era == "legacy":
-        ttl = get("ttl") if ttl is _MISSING else ttl
-        poll = get("pollInterval") if poll is _MISSING else poll
+        ttl = get("ttl") if ttl is MISSING else ttl
+        poll = get("pollInterval") if poll is MISSING else poll
     input_requests: dict[str, dict[str, Any]] = {}
     result = error = None
     payload = _payload_key(task, wire_status, era)
     if payload is not None:
         try:
-            value = _PAYLOAD_HOOKS[payload](get(payload, _MISSING), None)
+            value = PAYLOAD_HOOKS[payload](get(payload, MISSING), None)
         except ValueError:
             return None
         if payload == "inputRequests":
@@ -323,12 +284,12 @@ def _decode_fast(task: Mapping[str, Any], era: Era, session_id: str | None) -> S
             error = value
     return Status(  # positional, in the order of the fields: a third faster than keywords
         task_id,
-        _KNOWN_STATES.get(wire_status, TaskState.UNKNOWN),
-        _text_or_none(get("statusMessage"), None),
-        _text_or_none(get("createdAt"), None),
-        _text_or_none(get("lastUpdatedAt"), None),
-        _positive_int_or_none(ttl, None),
-        _positive_int_or_none(poll, None),
+        KNOWN_STATES.get(wire_status, TaskState.UNKNOWN),
+        text_or_none(get("statusMessage"), None),
+        text_or_none(get("createdAt"), None),
+        text_or_none(get("lastUpdatedAt"), None),
+        positive_int_or_none(ttl, None),
+        positive_int_or_none(poll, None),
         input_requests,
         result,
         error,
@@ -352,14 +313,14 @@ def _prepare(task: Mapping[str, Any], era: Era, session_id: str | None) -> dict[
     session id.
     """
     fields = dict(task)
-    for key in _LEGACY_KEYS:
-        wire_key = _wire_key(key, era, task)
+    for key in LEGACY_KEYS:
+        wire_key = key_on_wire(key, era, task)
         if wire_key != key and wire_key in task:
             fields[key] = task[wire_key]
     payload = _payload_key(task, task.get("status"), era)
-    for key in _PAYLOAD.values():
+    for key in PAYLOAD.values():
         if key == payload:
-            fields[key] = task.get(key, _MISSING)
+            fields[key] = task.get(key, MISSING)
         else:
             fields.pop(key, None)
     fields["raw"] = _raw(task)
@@ -373,91 +334,11 @@ def _invalid(error: cattrs.ClassValidationError, task: Mapping[str, Any], era: E
     for exc in error.exceptions:
         for note in getattr(exc, "__notes__", ()):
             name = getattr(note, "name", None)
-            if name in _WIRE_NAMES:
-                key = _wire_key(_WIRE_NAMES[name], era, task)
+            if name in WIRE_NAMES:
+                key = key_on_wire(WIRE_NAMES[name], era, task)
                 problem = "is missing" if isinstance(exc, KeyError) else str(exc)
                 return InvalidStatus(key, problem, task.get(key))
     return InvalidStatus("task", f"does not decode: {error}", task)  # pragma: no cover - every hook names its field
-
-
-def _required_text(value: Any, _type: Any) -> str:
-    if not isinstance(value, str) or not value:
-        raise ValueError("must be a non-empty string")
-    if not value.isascii() and not _wire_text(value):
-        raise ValueError("is not valid Unicode text (a lone surrogate)")
-    return value
-
-
-def _wire_text(text: str) -> bool:
-    """Whether a string can go on the wire (UTF-8 has no lone surrogates)."""
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _state(value: Any, _type: Any) -> TaskState:
-    if not isinstance(value, str):
-        raise ValueError("must be a string")
-    return _KNOWN_STATES.get(value, TaskState.UNKNOWN)
-
-
-def _text_or_none(value: Any, _type: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _positive_int_or_none(value: Any, _type: Any) -> int | None:
-    if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_SAFE_INT:
-        return value
-    return None
-
-
-def _input_requests(value: Any, _type: Any) -> dict[str, dict[str, Any]]:
-    if value is _MISSING or not isinstance(value, dict):
-        raise ValueError("must be an object of input requests")
-    for key, request in value.items():
-        if not isinstance(key, str) or not isinstance(request, dict):
-            raise ValueError(f"entry {short_id(key)!r} must be an object")
-    return dict(value)
-
-
-def _result(value: Any, _type: Any) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise ValueError("must be an object")
-    return value
-
-
-def _error(value: Any, _type: Any) -> dict[str, Any]:
-    shape = "must be an object with an integer code and a string message"
-    if not isinstance(value, dict):
-        raise ValueError(shape)
-    code = value.get("code")
-    if not isinstance(code, int) or isinstance(code, bool) or not isinstance(value.get("message"), str):
-        raise ValueError(shape)
-    if not -MAX_SAFE_INT <= code <= MAX_SAFE_INT:
-        raise ValueError(f"has a code out of range (beyond ±{MAX_SAFE_INT})")
-    return value
-
-
-def _as_is(value: Any, _type: Any) -> Any:
-    return value
-
-
-_PAYLOAD_HOOKS = {"inputRequests": _input_requests, "result": _result, "error": _error}
-
-_OPTIONAL_HOOKS = {
-    "status_message": _text_or_none,
-    "created_at": _text_or_none,
-    "last_updated_at": _text_or_none,
-    "ttl_ms": _positive_int_or_none,
-    "poll_interval_ms": _positive_int_or_none,
-}
-
-
-def _decodes(name: str, value: Any) -> bool:
-    """Whether an optional field's wire value would decode to something (not None)."""
-    return _OPTIONAL_HOOKS[name](value, None) is not None
 
 
 _converter = cattrs.Converter()
@@ -466,19 +347,19 @@ _converter.register_structure_hook(
     make_dict_structure_fn(
         Status,
         _converter,
-        task_id=override(rename="taskId", struct_hook=_required_text),
-        status=override(struct_hook=_state),
-        status_message=override(rename="statusMessage", struct_hook=_text_or_none),
-        created_at=override(rename="createdAt", struct_hook=_text_or_none),
-        last_updated_at=override(rename="lastUpdatedAt", struct_hook=_text_or_none),
-        ttl_ms=override(rename="ttlMs", struct_hook=_positive_int_or_none),
-        poll_interval_ms=override(rename="pollIntervalMs", struct_hook=_positive_int_or_none),
-        input_requests=override(rename="inputRequests", struct_hook=_input_requests),
-        result=override(struct_hook=_result),
-        error=override(struct_hook=_error),
-        raw=override(struct_hook=_as_is),
-        era=override(struct_hook=_as_is),
-        session_id=override(struct_hook=_as_is),
+        task_id=override(rename="taskId", struct_hook=required_text),
+        status=override(struct_hook=known_state),
+        status_message=override(rename="statusMessage", struct_hook=text_or_none),
+        created_at=override(rename="createdAt", struct_hook=text_or_none),
+        last_updated_at=override(rename="lastUpdatedAt", struct_hook=text_or_none),
+        ttl_ms=override(rename="ttlMs", struct_hook=positive_int_or_none),
+        poll_interval_ms=override(rename="pollIntervalMs", struct_hook=positive_int_or_none),
+        input_requests=override(rename="inputRequests", struct_hook=checked_input_requests),
+        result=override(struct_hook=checked_result),
+        error=override(struct_hook=checked_error),
+        raw=override(struct_hook=as_is),
+        era=override(struct_hook=as_is),
+        session_id=override(struct_hook=as_is),
     ),
 )
 _converter.register_unstructure_hook(

@@ -9,8 +9,10 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import attrs
+
 import mcp_tasks as mt
-from mcp_tasks._store import holder_gone
+from mcp_tasks._store import holder_gone, moves_forward
 from mcp_tasks._store._protocol import check_ends
 
 
@@ -23,15 +25,28 @@ class MemoryTaskStore:
         self._refs: dict[str, mt.TaskRef] = {}
         self._answers: dict[str, dict[str, tuple[Any, bool]]] = {}
         self._leases: dict[str, tuple[str, float]] = {}
+        self._intents: dict[tuple[str, str], mt.Intent] = {}
 
     def record(self, ref: mt.TaskRef) -> None:
         with self._lock:
-            self._refs[ref.task_id] = ref
+            kept = self._refs.get(ref.task_id)
+            if kept is None or not kept.finished:  # a finished ref stays as it is
+                self._refs[ref.task_id] = ref
 
-    def update(self, task_id: str, status: mt.Status) -> None:
+    def _forward(self, task_id: str, status: mt.Status, holder: str | None) -> None:
+        """`status` made the task's last, under the lock, when it moves the record forward and
+        `holder` (if given) holds the lease now.
+        """
+        kept = self._refs.get(task_id)
+        lease = self._leases.get(task_id)
+        if holder is not None and (lease is None or lease[0] != holder or lease[1] <= time.time()):
+            return
+        if kept is not None and moves_forward(kept, status):
+            self._refs[task_id] = kept.with_status(status)
+
+    def update(self, task_id: str, status: mt.Status, *, holder: str | None = None) -> None:
         with self._lock:
-            if task_id in self._refs:
-                self._refs[task_id] = self._refs[task_id].with_status(status)
+            self._forward(task_id, status, holder)
 
     def get(self, task_id: str) -> mt.TaskRef | None:
         with self._lock:
@@ -130,8 +145,8 @@ class MemoryTaskStore:
         checked = check_ends(ends)
         with self._lock:
             for task_id, status, holder in checked:
-                if task_id in self._refs:
-                    self._refs[task_id] = self._refs[task_id].with_status(status)
+                self._forward(task_id, status, holder)
+            for task_id, _, holder in checked:
                 kept = self._answers.get(task_id, {})
                 self._answers[task_id] = {key: (value, True) for key, (value, _) in kept.items()}
                 current = self._leases.get(task_id)
@@ -143,3 +158,36 @@ class MemoryTaskStore:
             current = self._leases.get(task_id)
             if current is not None and current[0] == holder:
                 del self._leases[task_id]
+
+    # -- intents (optional): calls recorded before they are sent --------------------------------------
+
+    def record_intent(self, intent: mt.Intent) -> mt.Intent | None:
+        with self._lock:
+            kept = self._intents.get((intent.endpoint, intent.key))
+            if kept is None:
+                self._intents[(intent.endpoint, intent.key)] = intent
+            return kept
+
+    def join_intent(
+        self, endpoint: str, key: str, *, ref: mt.TaskRef | None = None, result: Mapping[str, Any] | None = None
+    ) -> None:
+        if ref is not None:
+            self.record(ref)  # as `record` keeps it (one lock: a store of one's own makes both one transaction)
+        with self._lock:
+            kept = self._intents.get((endpoint, key))
+            if kept is not None:
+                joined = {"task_id": ref.task_id} if ref is not None else {"result": dict(result or {})}
+                self._intents[(endpoint, key)] = attrs.evolve(kept, **joined)
+
+    def get_intent(self, endpoint: str, key: str) -> mt.Intent | None:
+        with self._lock:
+            return self._intents.get((endpoint, key))
+
+    def unrecorded_intents(self) -> list[mt.Intent]:
+        with self._lock:
+            left = [intent for intent in self._intents.values() if not intent.recorded]
+        return sorted(left, key=lambda intent: (intent.created_at, intent.endpoint, intent.key))
+
+    def forget_intent(self, endpoint: str, key: str) -> None:
+        with self._lock:
+            self._intents.pop((endpoint, key), None)

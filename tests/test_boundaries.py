@@ -1,12 +1,22 @@
-"""The import rules between the package's parts, read from the source (ast), so they cannot
-quietly regress: transports know nothing of the reference server, and the server knows nothing of
-the client. The rules hold for every import, direct or through other modules of the package.
+"""The package's layers, as rules read from the source (ast), so they cannot quietly regress.
+
+`FLOORS` is the map of the house, lowest first: a module may import from its own floor and the
+floors below it, never from above. Parts that stand side by side on one floor import none of one
+another. `ONLY_FROM` names the rooms few may enter. And no module imports, however indirectly, a
+module that imports it back: the whole import graph has no circle.
+
+An import counts wherever it is made at run time, at the top of a module or inside a function;
+an import under ``if TYPE_CHECKING:`` does not (it never runs). A part named here is a module or a
+package with all its modules; a module takes the floor of the longest part that names it. A new
+module lands on its folder's floor; a new folder or flat module must be placed here (a test says
+so), which is the moment to decide its floor.
 """
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -14,17 +24,83 @@ from tests.conftest import ROOT
 
 PACKAGE = ROOT / "mcp_tasks"
 
-CLIENT_MODULES = frozenset(
-    {
-        "mcp_tasks",  # the package's __init__ is the client's public face
-        "mcp_tasks._client",
-        "mcp_tasks._input",
-        "mcp_tasks._tasks",
-        "mcp_tasks._wait",
-        "mcp_tasks._session._subscription",
-        "mcp_tasks.transports",
-    }
+
+class Floor(NamedTuple):
+    name: str
+    parts: tuple[str, ...]  # under mcp_tasks: "_clock" is mcp_tasks._clock, "" the package's face
+    why: str
+    side_by_side: bool = False  # its parts import none of one another
+
+
+FLOORS = (
+    Floor(
+        "ground",
+        ("_clock", "_threads", "_redact", "_printable", "_logs", "_version"),
+        "pure helpers every part uses: deadlines, threads, short ids, escaping, log lines, the "
+        "version; they raise only Python's own errors (the errors tell the clock what a passed "
+        "deadline raises: `_clock.expire_with`)",
+    ),
+    Floor(
+        "values",
+        ("_task_state", "_status", "_status_fields", "_status_rows", "_errors", "_render_hook"),
+        "what a call returns and raises: `Status` and the `McpError` family; they show in "
+        "notebooks by handing their rows to the renderer registered on `_render_hook`",
+    ),
+    Floor(
+        "wire",
+        ("_wire", "_exchange", "_input_kinds"),
+        "the protocol's words: messages and methods, the in-process exchange that the direct "
+        "transport and the server share, the kinds of input request",
+    ),
+    Floor(
+        "outside",
+        ("transports", "_oauth", "server", "_store"),
+        "what meets the world, each part on its own: the transports (and their retry policy), "
+        "OAuth, the reference server on the far end, the task stores (which know no client)",
+        side_by_side=True,
+    ),
+    Floor(
+        "session",
+        ("_session", "_options", "_client", "_input", "_tracing"),
+        "one client's conversation: the channel and its parts, the question queue (`_turns`), "
+        "options, `Client`, input handlers (the prompt registers itself with them), the tracing "
+        "hook and its OpenTelemetry side",
+    ),
+    Floor("tasks", ("_tasks",), "the Tasks extension: calls, waits, sets, futures, the watch, adopt"),
+    Floor(
+        "people",
+        ("_people",),
+        "what a person sees and answers: status lines, progress, notebook tables, the prompt",
+    ),
+    Floor("cli", ("cli",), "the mcp-tasks command"),
+    Floor(
+        "face",
+        ("", "__main__", "examples"),
+        "the public surface (re-exports from every floor, and loads the renderer and the prompt), "
+        "python -m mcp_tasks, the example servers",
+    ),
 )
+
+# Who alone may import a part: a module by its name, a folder (all its modules) with a "/".
+ONLY_FROM = {
+    "_tracing._otel": (
+        ("_tracing",),
+        "the one module that imports OpenTelemetry: the tracing hook loads it when a client asks "
+        "for tracing, and no one else",
+    ),
+    "server": (
+        ("server/", "cli/", "examples/"),
+        "the reference server, the client's other end: the command runs one (demo, a module:attr "
+        "target) and the examples are servers; the client side never imports it",
+    ),
+}
+
+
+# -- how the source is read -------------------------------------------------------------------
+
+
+def full(part: str) -> str:
+    return f"mcp_tasks.{part}" if part else "mcp_tasks"
 
 
 def module_name(path: Path) -> str:
@@ -34,12 +110,29 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
+MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def _type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
 def imports_of(path: Path) -> set[str]:
-    """Every mcp_tasks module `path` imports (TYPE_CHECKING imports included)."""
+    """Every mcp_tasks module `path` imports at run time (in a function too; not for typing).
+
+    ``from p import m`` imports the module p.m when there is one, and reads p's face too.
+    """
     name = module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _type_checking(node.test):
+            for other in node.orelse:
+                visit(other)
+            return
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -49,27 +142,100 @@ def imports_of(path: Path) -> set[str]:
             else:
                 module = node.module or ""
             found.add(module)
-            # `from mcp_tasks.server import _http` imports a module, not a name.
             found.update(f"{module}.{alias.name}" for alias in node.names if f"{module}.{alias.name}" in MODULES)
-    return {m for m in found if m == "mcp_tasks" or m.startswith("mcp_tasks.")}
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(path.read_text(), str(path)))
+    return {m for m in found if m in MODULES and m != name}
 
 
-MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
 GRAPH = {name: imports_of(path) for name, path in MODULES.items()}
 
 
+def holds(part: str, module: str) -> bool:
+    """Whether `part` (a full name) is `module` or a package holding it (the face holds itself alone)."""
+    return module == part or (part != "mcp_tasks" and module.startswith(part + "."))
+
+
+PARTS = {full(part): floor.name for floor in FLOORS for part in floor.parts}
+RANK = {floor.name: rank for rank, floor in enumerate(FLOORS)}
+SIDE_BY_SIDE = {floor.name for floor in FLOORS if floor.side_by_side}
+
+
+def placed(module: str) -> str | None:
+    """The longest part of `FLOORS` that holds `module` (None: it stands on no floor)."""
+    named = [part for part in PARTS if holds(part, module)]
+    return max(named, key=len) if named else None
+
+
+def part_of(module: str) -> str:
+    part = placed(module)
+    assert part is not None, f"{module} stands on no floor: place it in FLOORS"
+    return part
+
+
+def floor_of(module: str) -> str:
+    return PARTS[part_of(module)]
+
+
+# -- the rules -----------------------------------------------------------------------------------
+
+
+def test_the_rules_see_the_modules() -> None:
+    """The reading itself: function-level imports count, typing-only ones do not, and every
+    module stands on a floor.
+    """
+    assert "mcp_tasks._exchange" in GRAPH["mcp_tasks.transports.direct"]
+    assert "mcp_tasks._tracing._otel" in GRAPH["mcp_tasks._tracing"]  # made inside a function
+    assert "mcp_tasks._session._channel" not in GRAPH["mcp_tasks._tracing"]  # under TYPE_CHECKING
+    unplaced = [m for m in MODULES if placed(m) is None]
+    assert unplaced == [], "place these in FLOORS"
+    assert floor_of("mcp_tasks._session._turns") == "session" and floor_of("mcp_tasks") == "face"
+
+
+def test_every_floor_is_named_once() -> None:
+    names = [part for floor in FLOORS for part in floor.parts]
+    assert len(names) == len(set(names))
+    assert all(full(part) in MODULES for part in names), "a floor names a module that is gone"
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_a_module_imports_only_its_own_floor_and_below(module: str) -> None:
+    here = floor_of(module)
+    above = [f"{target} ({floor_of(target)})" for target in GRAPH[module] if RANK[floor_of(target)] > RANK[here]]
+    assert above == [], f"{module} ({here}) imports from above"
+    if here in SIDE_BY_SIDE:
+        beside = [t for t in GRAPH[module] if floor_of(t) == here and part_of(t) != part_of(module)]
+        assert beside == [], f"{module} imports its neighbours on the {here} floor"
+
+
+def may_enter(module: str, importers: tuple[str, ...]) -> bool:
+    return any(holds(full(entry[:-1]), module) if entry.endswith("/") else module == full(entry) for entry in importers)
+
+
+@pytest.mark.parametrize("room", sorted(ONLY_FROM))
+def test_few_may_import_these(room: str) -> None:
+    importers = ONLY_FROM[room][0]
+    bad = [
+        module
+        for module, imported in GRAPH.items()
+        if not may_enter(module, importers) and any(holds(full(room), target) for target in imported)
+    ]
+    assert bad == [], f"only {importers} import {full(room)}"
+
+
 def reachable(start: str) -> dict[str, str]:
-    """Every module `start` imports, directly or not, each with the module that imports it."""
+    """Every module `start` imports, directly or not, each with the module that imports it (the
+    packages holding an imported module run too, as Python imports them first).
+    """
     seen: dict[str, str] = {}
     todo = [start]
     while todo:
         current = todo.pop()
-        for target in GRAPH.get(current, ()):
-            # Importing mcp_tasks.a.b runs mcp_tasks.a's __init__ too. The root package's
-            # __init__ runs for every import (Python's rule, not ours); only naming it counts,
-            # and the direct check catches that.
+        for target in GRAPH[current]:
             parts = target.split(".")
-            for i in range(1 if target == "mcp_tasks" else 2, len(parts) + 1):
+            for i in range(2, len(parts) + 1):
                 prefix = ".".join(parts[:i])
                 if prefix in MODULES and prefix not in seen and prefix != start:
                     seen[prefix] = current
@@ -77,51 +243,76 @@ def reachable(start: str) -> dict[str, str]:
     return seen
 
 
-def chain(start: str, target: str, via: dict[str, str]) -> str:
-    path = [target]
-    while path[-1] in via and path[-1] != start:
-        path.append(via[path[-1]])
-    return " <- ".join(path)
-
-
-TRANSPORTS = sorted(n for n in MODULES if n.startswith("mcp_tasks.transports"))
-SERVER = sorted(n for n in MODULES if n.startswith("mcp_tasks.server"))
-
-
-def test_the_rules_see_the_modules() -> None:
-    assert "mcp_tasks.transports.direct" in TRANSPORTS and "mcp_tasks.server._server" in SERVER
-    assert "mcp_tasks._exchange" in GRAPH["mcp_tasks.transports.direct"]
-    assert "mcp_tasks._input_kinds" in GRAPH["mcp_tasks.server._input_rounds"]
-
-
-@pytest.mark.parametrize("module", TRANSPORTS)
-def test_a_transport_does_not_import_the_reference_server(module: str) -> None:
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if placed(m) == "mcp_tasks.server"))
+def test_the_server_runs_nothing_of_the_client(module: str) -> None:
+    """All the reference server runs, however indirectly, is its own and the wire and below."""
     via = reachable(module)
-    bad = [chain(module, m, via) for m in via if m.startswith("mcp_tasks.server")]
-    assert bad == []
+    bad = [m for m in via if part_of(m) != "mcp_tasks.server" and RANK[floor_of(m)] > RANK["wire"]]
+    assert bad == [], f"{module} runs {sorted(bad)}"
 
 
-@pytest.mark.parametrize("module", SERVER)
-def test_the_server_does_not_import_the_client(module: str) -> None:
-    direct = GRAPH[module] & CLIENT_MODULES
-    assert direct == set(), f"{module} imports {sorted(direct)}"
-    via = reachable(module)
-    bad = [chain(module, m, via) for m in via if m in CLIENT_MODULES]
-    bad += [chain(module, m, via) for m in via if m.startswith("mcp_tasks.transports")]
-    assert bad == []
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for target in graph[module]:
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in on_stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == module:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return found
 
 
-SESSION = (
-    "mcp_tasks._client",
-    "mcp_tasks._session._channel",
-    "mcp_tasks._session._negotiation",
-    "mcp_tasks._session._requester",
-    "mcp_tasks._session._tool_headers",
-    "mcp_tasks._session._dispatch",
-    "mcp_tasks._session._agreement",
-    "mcp_tasks._options",
+def test_no_import_circle_anywhere() -> None:
+    found = cycles(GRAPH)
+    assert found == [], "import circles: " + "; ".join(" <-> ".join(component) for component in found)
+
+
+def test_the_circle_check_sees_a_circle() -> None:
+    circled = {name: set(targets) for name, targets in GRAPH.items()}
+    assert "mcp_tasks._redact" in circled["mcp_tasks._status"]
+    circled["mcp_tasks._redact"].add("mcp_tasks._status")  # a circle of two
+    assert any({"mcp_tasks._redact", "mcp_tasks._status"} <= set(component) for component in cycles(circled))
+
+
+def test_the_renderer_imports_no_value_type() -> None:
+    """The value types hand their rows to the renderer, which draws them knowing no Status."""
+    assert "mcp_tasks._render_hook" in GRAPH["mcp_tasks._people._display"]  # (it registers itself)
+    assert {"mcp_tasks._status", "mcp_tasks._errors"} & GRAPH["mcp_tasks._people._display"] == set()
+
+
+@pytest.mark.parametrize(
+    "module",
+    sorted(
+        m for m in MODULES if m.startswith("mcp_tasks._session") or m in ("mcp_tasks._client", "mcp_tasks._options")
+    ),
 )
-TASKS = sorted(n for n in MODULES if n.startswith("mcp_tasks._tasks"))
+def test_the_session_never_reads_a_status(module: str) -> None:
+    """Errors name a Status; the client and its channel never read one (that is the tasks' work)."""
+    assert "mcp_tasks._status" not in GRAPH[module]
 
 
 def private_uses(path: Path) -> list[str]:
@@ -140,92 +331,8 @@ def private_uses(path: Path) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("module", TASKS)
-def test_the_tasks_code_touches_no_private_name(module: str) -> None:
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith(("mcp_tasks._tasks", "mcp_tasks.server"))))
+def test_the_tasks_code_and_the_server_touch_no_private_name(module: str) -> None:
+    """Each passes what another module needs explicitly (the server was cut along its jobs so)."""
+    assert "mcp_tasks._input_kinds" in GRAPH["mcp_tasks.server._input_rounds"]  # the reading sees the server
     assert private_uses(MODULES[module]) == []
-
-
-@pytest.mark.parametrize("module", SERVER)
-def test_the_server_modules_touch_no_private_name_and_stay_small(module: str) -> None:
-    """The reference server is cut along its jobs (issue 34): each module passes what another
-    needs explicitly, and none grows past 400 lines.
-    """
-    assert private_uses(MODULES[module]) == []
-    lines = MODULES[module].read_text().count("\n")
-    assert lines <= 400, f"{module} has {lines} lines: one job per module"
-
-
-@pytest.mark.parametrize("module", SESSION)
-def test_the_client_and_its_channel_know_nothing_of_tasks(module: str) -> None:
-    via = reachable(module)
-    bad = [chain(module, m, via) for m in via if m.startswith("mcp_tasks._tasks")]
-    assert bad == []
-    assert "mcp_tasks._status" not in GRAPH[module]  # errors name a Status; the core never reads one
-
-
-def test_the_client_is_a_thin_facade() -> None:
-    assert "mcp_tasks._tasks._wait" in TASKS
-    lines = (PACKAGE / "_client.py").read_text().count("\n")
-    assert lines <= 350, f"_client.py has {lines} lines: move the work to the channel"
-
-
-def module_level_imports(path: Path) -> set[str]:
-    """The mcp_tasks modules `path` imports when it loads: not inside functions, not for typing."""
-    found: set[str] = set()
-    for node in ast.parse(path.read_text(), str(path)).body:
-        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            found.add(node.module)
-        elif isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-    return {m for m in found if m.startswith("mcp_tasks.")}
-
-
-@pytest.mark.parametrize("module", ["mcp_tasks._errors._display", "mcp_tasks._status"])
-def test_errors_and_statuses_load_the_display_only_to_display(module: str) -> None:
-    loaded = module_level_imports(MODULES[module])
-    assert "mcp_tasks._errors" in loaded or "mcp_tasks._redact" in loaded  # the check sees imports
-    assert "mcp_tasks._people._display" not in loaded
-    assert "mcp_tasks._people._display" in GRAPH[module]  # imported where something is displayed
-
-
-def test_no_import_cycle_inside_the_tasks_code() -> None:
-    """One way down inside _tasks/ (design §8.1): the waits on one task, on a set, and the futures
-    above the group core, the core above the watch; no module imports one that imports it back
-    (the package's __init__, which only re-exports, left out).
-    """
-    inside = {name for name in TASKS if name != "mcp_tasks._tasks"}
-    edges = {name: GRAPH[name] & inside for name in inside}
-    assert "mcp_tasks._tasks._helpers" in edges["mcp_tasks._tasks._many"]  # the rule sees the imports
-
-    def cycle_from(start: str) -> list[str] | None:
-        todo = [(start, [start])]
-        seen: set[str] = set()
-        while todo:
-            current, path = todo.pop()
-            for target in edges[current]:
-                if target == start:
-                    return [*path, start]
-                if target not in seen:
-                    seen.add(target)
-                    todo.append((target, [*path, target]))
-        return None
-
-    cycles = [" -> ".join(found) for name in sorted(inside) if (found := cycle_from(name)) is not None]
-    assert cycles == []
-
-
-@pytest.mark.parametrize(
-    ("module", "most"),
-    [
-        ("_many", 350),
-        ("_watch", 350),
-        ("_streams", 350),
-        ("_news", 350),
-        ("_future", 350),
-        ("_group", 400),
-        ("_driver", 400),
-    ],
-)
-def test_the_engine_modules_stay_small(module: str, most: int) -> None:
-    lines = (PACKAGE / "_tasks" / f"{module}.py").read_text().count("\n")
-    assert lines <= most, f"_tasks/{module}.py has {lines} lines: one job per module"

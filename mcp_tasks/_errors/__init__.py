@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mcp_tasks._clock import expire_with
 from mcp_tasks._errors._codes import (
     AUTHORIZATION_FAILED,
     CONNECTION_CLOSED,
@@ -152,6 +153,8 @@ def _reword(error: McpError, message: str) -> None:
     error.message = message
     error.args = (message,)
 
+
+expire_with(RequestTimeout)  # a deadline that passes is a RequestTimeout (the clock stands below us)
 
 # Every class keeps the module it has always named in its pretty form, its HTML table and a pickle.
 for _name in __all__:

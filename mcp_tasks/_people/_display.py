@@ -1,6 +1,7 @@
 """How a status and an error look to a person: a short text line, IPython's pretty form, an HTML
 table for notebooks, and `StatusDisplay`, a ready ``on_status`` that keeps one line (or one
-notebook output) up to date.
+notebook output) up to date. The value types hand their rows to `pretty` and `table` through
+`mcp_tasks._render_hook`, where this module registers them when the package loads.
 
 IPython is used only when it is already imported (a notebook or an IPython shell); it is never a
 dependency. Task and session ids appear only in their short forms, even inside a server's text,
@@ -24,7 +25,8 @@ from typing import IO, TYPE_CHECKING, Any
 from mcp_tasks._people._asking import hold_lines, lines_held
 from mcp_tasks._people._progress import SetProgress, SetSnapshot, clock_text, set_line
 from mcp_tasks._printable import printable
-from mcp_tasks._redact import redact_ids, short_id
+from mcp_tasks._render_hook import register_renderer
+from mcp_tasks._status_rows import shown
 from mcp_tasks._threads import start_thread
 
 if TYPE_CHECKING:
@@ -33,64 +35,20 @@ if TYPE_CHECKING:
 __all__ = [
     "StatusDisplay",
     "clip",
-    "error_html",
-    "error_rows",
     "pretty",
-    "status_html",
     "status_line",
-    "status_rows",
+    "table",
 ]
 
 TICK = 1.0
 """How often a live terminal line redraws its elapsed time (seconds)."""
 
 
-def _redact(status: Status, text: str) -> str:
-    return printable(redact_ids(text, status.task_id, status.session_id))
-
-
-def _payload(status: Status) -> str | None:
-    if status.input_requests:
-        keys = sorted(status.input_requests)
-        return "input requests: " + ", ".join(repr(redact_ids(k, status.task_id, status.session_id)) for k in keys)
-    if status.result is not None:
-        blocks = status.result.get("content")
-        count = len(blocks) if isinstance(blocks, list) else 0
-        parts = [f"{count} content block{'s' if count != 1 else ''}"]
-        if "structuredContent" in status.result:
-            parts.append("structuredContent")
-        if status.result.get("isError"):
-            parts.append("isError")
-        return "result: " + ", ".join(parts)
-    if status.error is not None:
-        return _redact(status, f"error {status.error.get('code')}: {status.error.get('message')}")
-    return None
-
-
-def status_rows(status: Status) -> list[tuple[str, str]]:
-    """What a display shows of a status, as (label, value) rows; empty fields are left out."""
-    rows = [("status", _redact(status, status.wire_status)), ("task", short_id(status.task_id))]
-    if status.status_message:
-        rows.append(("message", _redact(status, status.status_message)))
-    if status.created_at:
-        rows.append(("created", status.created_at))
-    if status.last_updated_at:
-        rows.append(("updated", status.last_updated_at))
-    payload = _payload(status)
-    if payload:
-        rows.append(("payload", payload))
-    if status.era != "modern":
-        rows.append(("era", status.era))
-    if status.session_id is not None:
-        rows.append(("session", short_id(status.session_id)))
-    return rows
-
-
 def status_line(status: Status, elapsed: float | None = None) -> str:
     """One line: ``[12s] working: exporting row 2 of 3``."""
     clock = f"[{clock_text(elapsed)}] " if elapsed is not None else ""
     message = f": {status.status_message}" if status.status_message else ""
-    return _redact(status, f"{clock}{status.wire_status}{message}")
+    return shown(status, f"{clock}{status.wire_status}{message}")
 
 
 def clip(text: str, columns: int) -> str:
@@ -116,35 +74,6 @@ def _width(ch: str) -> int:
     return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
 
 
-def status_html(status: Status) -> str:
-    """An HTML table of `status_rows`, for notebooks."""
-    return _table(f"Task {short_id(status.task_id)}", status_rows(status))
-
-
-def error_rows(error: BaseException) -> list[tuple[str, str]]:
-    """What a display shows of an error: its message, code and kind, and its task if it has one."""
-    status = getattr(error, "status", None)
-    message = str(error)
-    rows = [("message", _redact(status, message) if status is not None else printable(message))]
-    code = getattr(error, "code", None)
-    if code is not None:
-        rows.append(("code", str(code)))
-    kind = getattr(error, "kind", None)
-    if kind is not None:
-        rows.append(("kind", str(kind)))
-    if status is not None:
-        rows.append(("task", short_id(status.task_id)))
-        rows.append(("task status", _redact(status, status.wire_status)))
-        if status.status_message:
-            rows.append(("status message", _redact(status, status.status_message)))
-    return rows
-
-
-def error_html(error: BaseException) -> str:
-    """An HTML table of `error_rows`, for notebooks."""
-    return _table(f"{type(error).__module__}.{type(error).__qualname__}", error_rows(error))
-
-
 def pretty(title: str, rows: list[tuple[str, str]], printer: Any, cycle: bool) -> None:
     """IPython's ``_repr_pretty_``: a title and indented rows."""
     if cycle:
@@ -157,7 +86,8 @@ def pretty(title: str, rows: list[tuple[str, str]], printer: Any, cycle: bool) -
         printer.text(f"  {label.ljust(width)}  {value}")
 
 
-def _table(title: str, rows: list[tuple[str, str]]) -> str:
+def table(title: str, rows: list[tuple[str, str]]) -> str:
+    """An HTML table of `rows` under `title`, for notebooks."""
     body = "".join(
         f"<tr><th style='text-align:left'>{html.escape(label)}</th><td style='text-align:left'>"
         f"{html.escape(value)}</td></tr>"
@@ -396,3 +326,6 @@ class StatusDisplay:
             self._handle = notebook.display(status, display_id=True)
         else:
             self._handle.update(status)
+
+
+register_renderer(pretty, table)  # how a Status or an error shows in IPython and notebooks

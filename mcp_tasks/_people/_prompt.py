@@ -25,9 +25,11 @@ import urllib.parse
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from mcp_tasks._errors import InputError
-from mcp_tasks._people._asking import asker, turn
+from mcp_tasks._input import ask_a_person_with
+from mcp_tasks._people._asking import turn
 from mcp_tasks._printable import link_to_open, printable
 from mcp_tasks._redact import short_id
+from mcp_tasks._session._turns import asker
 
 if TYPE_CHECKING:
     from mcp_tasks._input import Handler
@@ -342,3 +344,6 @@ def interactive_handlers(prompter: Prompter | None = None) -> tuple[Handler, Han
             return ask_url(asker, params)
 
     return form, url
+
+
+ask_a_person_with(interactive_handlers)  # what InputHandlers.interactive gives

@@ -36,13 +36,13 @@ from mcp_tasks._errors import (
 )
 from mcp_tasks._input import NoHandler, answer_all
 from mcp_tasks._options import ClientSettings
-from mcp_tasks._people._asking import Until, waiting_until, wake_turns
 from mcp_tasks._session._agreement import Agreement
 from mcp_tasks._session._dispatch import Dispatcher, RequestOwner
 from mcp_tasks._session._negotiation import Negotiation
 from mcp_tasks._session._requester import Envelope, Requester
 from mcp_tasks._session._subscription import Event, Subscription
 from mcp_tasks._session._tool_headers import ToolHeaders
+from mcp_tasks._session._turns import Until, waiting_until, wake_turns
 from mcp_tasks._tracing import tracing_for
 from mcp_tasks._wire import (
     EXTENSION_RESULT_TYPES,

@@ -19,7 +19,7 @@ from typing import Any
 from mcp_tasks._clock import Deadline
 from mcp_tasks._errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, McpError
 from mcp_tasks._input import InputHandlers, NoHandler, answer_all, kind_of
-from mcp_tasks._people._asking import Until, waiting_until
+from mcp_tasks._session._turns import Until, waiting_until
 
 __all__ = ["RELATED_TASK", "Dispatcher", "RequestOwner", "related_task"]
 

@@ -5,21 +5,33 @@ tasks code records into it.
 
 from mcp_tasks._store._bound import Hurry, best_effort, on_hurry, store_bound, store_deadline
 from mcp_tasks._store._error import StoreError
+from mcp_tasks._store._forward import moves_forward
 from mcp_tasks._store._holder import holder_gone, new_holder
+from mcp_tasks._store._intent import INTENT_METHODS, Intent, OutcomeUnknown
 from mcp_tasks._store._open import open_store
 from mcp_tasks._store._postgres import PostgresTaskStore
-from mcp_tasks._store._protocol import CLAIM_METHOD, LEASE_TTL, STORE_METHODS, TaskStore, lease_ttl_of
+from mcp_tasks._store._protocol import (
+    CLAIM_METHOD,
+    LEASE_TTL,
+    STORE_METHODS,
+    TaskStore,
+    fences_statuses,
+    lease_ttl_of,
+)
 from mcp_tasks._store._ref import NewerRecord, TaskRef
 from mcp_tasks._store._renewer import Lease, Renewer, hold, let_go
 from mcp_tasks._store._sqlite import SqliteTaskStore, default_store_path
 
 __all__ = [
     "CLAIM_METHOD",
+    "INTENT_METHODS",
     "LEASE_TTL",
     "STORE_METHODS",
     "Hurry",
+    "Intent",
     "Lease",
     "NewerRecord",
+    "OutcomeUnknown",
     "PostgresTaskStore",
     "Renewer",
     "SqliteTaskStore",
@@ -28,10 +40,12 @@ __all__ = [
     "TaskStore",
     "best_effort",
     "default_store_path",
+    "fences_statuses",
     "hold",
     "holder_gone",
     "lease_ttl_of",
     "let_go",
+    "moves_forward",
     "new_holder",
     "on_hurry",
     "open_store",

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-__all__ = ["QUICK", "STATUS_BUDGET", "Hurry", "best_effort", "on_hurry", "store_bound", "store_deadline"]
+__all__ = ["END_BUDGET", "QUICK", "STATUS_BUDGET", "Hurry", "best_effort", "on_hurry", "store_bound", "store_deadline"]
 
 QUICK = 0.1
 """Seconds a call gets when its caller's bound has (all but) passed, or its owner closes: one
@@ -26,6 +26,11 @@ STATUS_BUDGET = 2.0
 of the time its caller has left: a store locked by another connection must not make a task that
 has ended look timed out, while processes taking turns at one file (each a few milliseconds, up
 to a second on a loaded machine) still get their statuses through."""
+
+END_BUDGET = 10.0
+"""Seconds the record of a task's end may wait for a busy store (at most half the time its caller
+has left): more than a status's, for an end left unrecorded makes a finished task look unfinished
+(adopted and delivered again), yet bounded, for the caller has its result already."""
 
 
 class Hurry:
@@ -114,13 +119,14 @@ def on_hurry(move: Callable[[float], None]) -> Iterator[None]:
 
 
 @contextmanager
-def best_effort() -> Iterator[None]:
+def best_effort(*, end: bool = False) -> Iterator[None]:
     """Store calls made inside give up on a busy store after `STATUS_BUDGET` seconds, or a
     quarter of the time to the bound already set if that is less: for writes a wait can do
-    without, such as a status's.
+    without, such as a status's. For a task's `end`: `END_BUDGET`, or half the time left.
     """
     now = time.monotonic()
     outer = _BOUND.get()
-    budget = STATUS_BUDGET if outer is None else min(STATUS_BUDGET, max(outer - now, 0.0) / 4)
+    most, share = (END_BUDGET, 2) if end else (STATUS_BUDGET, 4)
+    budget = most if outer is None else min(most, max(outer - now, 0.0) / share)
     with store_deadline(now + budget):
         yield

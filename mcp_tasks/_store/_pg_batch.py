@@ -1,7 +1,7 @@
-"""The PostgreSQL store's statements for many tasks at once (`claim` and the optional batch
-methods): what lets a worker waiting for thousands of tasks make a handful of round trips per
-round, not several per task. Each runs on the connection `PostgresTaskStore` gives it, inside
-its transaction.
+"""The PostgreSQL store's statements that decide as they write (a status moving forward, `claim`
+and the optional batch methods): what lets a worker waiting for thousands of tasks make a handful
+of round trips per round, not several per task. Each runs on the connection `PostgresTaskStore`
+gives it, inside its transaction.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from mcp_tasks._status import Status
+from mcp_tasks._store._forward import moves_forward
 from mcp_tasks._store._holder import holder_gone
 from mcp_tasks._store._ref import TaskRef
 
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 
     Conn = psycopg.Connection[tuple[Any, ...]]
 
-__all__ = ["Tables", "acquire_many", "claim", "finish_many", "release_many", "renew_many"]
+__all__ = ["Tables", "acquire_many", "claim", "finish_many", "move_forward", "release_many", "renew_many"]
 
 _EXPIRES = "now() + make_interval(secs => %(ttl)s::float8)"
 
@@ -99,30 +100,61 @@ def release_many(conn: Conn, t: Tables, pairs: Sequence[tuple[str, str]]) -> Non
     )
 
 
-def finish_many(conn: Conn, t: Tables, ends: Sequence[tuple[str, Status, str | None]]) -> None:
-    """Record each task's final status (as `update`), acknowledge what its ledger holds (nobody
-    can answer a task that is over) and free the lease its holder (when not None) holds.
-    """
-    last = {task_id: status for task_id, status, _ in ends}  # a task given twice: its last status
-    ids = sorted(last)
+def _held(conn: Conn, t: Tables, leases: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+    """Which ``(task_id, holder)`` pairs hold their task's lease now (on the database's clock)."""
+    if not leases:
+        return set()
     rows = conn.execute(
-        f"SELECT task_id, ref FROM {t.tasks} WHERE task_id = ANY(%s) ORDER BY task_id FOR UPDATE", (ids,)
+        f"SELECT task_id, holder FROM {t.leases} WHERE task_id = ANY(%s) AND expires > now()",
+        (sorted({task_id for task_id, _ in leases}),),
     ).fetchall()
-    refs = [TaskRef.from_json(ref).with_status(last[task_id]) for task_id, ref in rows]
+    return {(row[0], row[1]) for row in rows}
+
+
+def move_forward(conn: Conn, t: Tables, statuses: Sequence[tuple[str, Status, str | None]]) -> None:
+    """Make each ``(task_id, status, holder)``'s status its task's last, as `update` does: only
+    when it moves the record forward (`moves_forward`; in order, so a task given twice keeps the
+    first end that could be written) and, with a holder, only when that holder holds the lease
+    now. The task rows, then the lease rows, are locked (in the order of their ids) before
+    anything is decided, and stay so until the write commits.
+    """
+    rows = conn.execute(
+        f"SELECT task_id, ref FROM {t.tasks} WHERE task_id = ANY(%s) AND NOT finished ORDER BY task_id FOR UPDATE",
+        (sorted({task_id for task_id, _, _ in statuses}),),
+    ).fetchall()
+    kept = {task_id: TaskRef.from_json(ref) for task_id, ref in rows}
+    leases = sorted({(task_id, holder) for task_id, _, holder in statuses if holder is not None and task_id in kept})
+    _lock_leases(conn, t, [task_id for task_id, _ in leases])
+    held = _held(conn, t, leases)
+    moved: dict[str, TaskRef] = {}
+    for task_id, status, holder in statuses:
+        ref = moved.get(task_id) or kept.get(task_id)
+        if ref is not None and (holder is None or (task_id, holder) in held) and moves_forward(ref, status):
+            moved[task_id] = ref.with_status(status)
+    if not moved:
+        return
+    refs = list(moved.values())
+    conn.execute(
+        f"UPDATE {t.tasks} AS k SET finished = r.finished, updated_at = now(), ref = r.ref "
+        "FROM unnest(%(ts)s::text[], %(fs)s::boolean[], %(rs)s::text[]) AS r(task_id, finished, ref) "
+        "WHERE k.task_id = r.task_id AND NOT k.finished",
+        {"ts": [ref.task_id for ref in refs], "fs": [ref.finished for ref in refs], "rs": [r.to_json() for r in refs]},
+    )
+
+
+def finish_many(conn: Conn, t: Tables, ends: Sequence[tuple[str, Status, str | None]]) -> None:
+    """Record each end as `move_forward` does, acknowledge what its ledger holds (nobody can answer
+    a task that is over) and free the lease its holder (when not None) holds.
+    """
+    move_forward(conn, t, ends)
     leases = sorted({(task_id, holder) for task_id, _, holder in ends if holder is not None})
     _lock_leases(conn, t, [task_id for task_id, _ in leases])
     conn.execute(
-        f"WITH f AS (UPDATE {t.tasks} AS k SET finished = r.finished, updated_at = now(), ref = r.ref "
-        "FROM unnest(%(ts)s::text[], %(fs)s::boolean[], %(rs)s::text[]) AS r(task_id, finished, ref) "
-        f"WHERE k.task_id = r.task_id), a AS (UPDATE {t.answers} SET acknowledged = true "
-        "WHERE task_id = ANY(%(ids)s) AND NOT acknowledged), "
-        f"l AS (DELETE FROM {t.leases} AS l USING unnest(%(lt)s::text[], %(lh)s::text[]) AS r(task_id, holder) "
-        "WHERE l.task_id = r.task_id AND l.holder = r.holder) SELECT 1",
+        f"WITH a AS (UPDATE {t.answers} SET acknowledged = true WHERE task_id = ANY(%(ids)s) AND NOT acknowledged) "
+        f"DELETE FROM {t.leases} AS l USING unnest(%(lt)s::text[], %(lh)s::text[]) AS r(task_id, holder) "
+        "WHERE l.task_id = r.task_id AND l.holder = r.holder",
         {
-            "ts": [ref.task_id for ref in refs],
-            "fs": [ref.finished for ref in refs],
-            "rs": [ref.to_json() for ref in refs],
-            "ids": ids,
+            "ids": sorted({task_id for task_id, _, _ in ends}),
             "lt": [task_id for task_id, _ in leases],
             "lh": [holder for _, holder in leases],
         },

@@ -14,13 +14,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import mcp_tasks._store._pg_batch as batch
 from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status
-from mcp_tasks._store import _pg_batch as batch
 from mcp_tasks._store._bound import store_bound
 from mcp_tasks._store._error import StoreError, lease_lost
 from mcp_tasks._store._holder import holder_gone, machine_id, pid_namespace
 from mcp_tasks._store._pg_deadline import Deadlines
+from mcp_tasks._store._pg_intents import PgIntents
 from mcp_tasks._store._pg_pool import Pools
 from mcp_tasks._store._pg_schema import check_conninfo, check_schema_name, load_psycopg, migrate, pg_error, server_name
 from mcp_tasks._store._protocol import LEASE_TTL, check_ends, check_lease_ttl, claim_limit
@@ -42,7 +43,7 @@ LAST_TRY_MS = 100  # what a call whose caller's bound has (all but) passed still
 _RETRIED = ("40001", "40P01")  # serialization failure, deadlock detected: tried again
 
 
-class PostgresTaskStore:
+class PostgresTaskStore(PgIntents):
     """A `TaskStore` on PostgreSQL, for the processes of many machines: its tables live in
     `schema` (created, and migrated, on first use; versioned), reached through a pool of up to
     `pool_size` connections (safe for many threads). `conninfo` is a libpq connection string or
@@ -177,10 +178,10 @@ class PostgresTaskStore:
         row = (ref.task_id, ref.finished, ref.created_at, ref.to_json())
 
         def work(conn: Conn) -> None:
-            conn.execute(
-                f"INSERT INTO {self._tasks} (task_id, finished, created_at, ref) VALUES (%s, %s, %s, %s) "
+            conn.execute(  # a finished ref stays as it is: records only move forward
+                f"INSERT INTO {self._tasks} AS k (task_id, finished, created_at, ref) VALUES (%s, %s, %s, %s) "
                 "ON CONFLICT (task_id) DO UPDATE SET finished = EXCLUDED.finished, created_at = EXCLUDED.created_at, "
-                "updated_at = now(), ref = EXCLUDED.ref",
+                "updated_at = now(), ref = EXCLUDED.ref WHERE NOT k.finished",
                 row,
             )
             if prune:
@@ -199,23 +200,13 @@ class PostgresTaskStore:
         if gone is not None and gone[0]:
             log.debug("pruned %d finished task(s) from %s", gone[0], self.server)
 
-    def update(self, task_id: str, status: Status) -> None:
-        """See `TaskStore.update`."""
+    def update(self, task_id: str, status: Status, *, holder: str | None = None) -> None:
+        """See `TaskStore.update`: decided with the task's row (and its lease's) locked until the
+        write commits.
+        """
         if not isinstance(status, Status):
             raise TypeError(f"expected a Status, got {type(status).__name__}")
-
-        def work(conn: Conn) -> None:
-            row = conn.execute(f"SELECT ref FROM {self._tasks} WHERE task_id = %s FOR UPDATE".encode(), (task_id,))
-            found = row.fetchone()
-            if found is None:
-                return
-            ref = TaskRef.from_json(found[0]).with_status(status)
-            conn.execute(
-                f"UPDATE {self._tasks} SET finished = %s, updated_at = now(), ref = %s WHERE task_id = %s",
-                (ref.finished, ref.to_json(), task_id),
-            )
-
-        self._run(work)
+        self._run(lambda conn: batch.move_forward(conn, self._t, [(task_id, status, holder)]))
 
     def get(self, task_id: str) -> TaskRef | None:
         """See `TaskStore.get`."""
@@ -381,9 +372,10 @@ class PostgresTaskStore:
 
     def finish_many(self, ends: Sequence[tuple[str, Status, str | None]]) -> None:
         """The ends of many tasks in one transaction: for each ``(task_id, status, holder)``, its
-        final `status` recorded (as `update` would), its unacknowledged answers acknowledged, and
-        the lease `holder` holds freed (None: it held none). Optional in a store: without it a
-        wait's end takes `update`, `unacknowledged` and `release`.
+        final `status` recorded as ``update(task_id, status, holder=holder)`` would (fenced by a
+        `holder`; None: it held none, unfenced), its unacknowledged answers acknowledged, and the
+        lease `holder` holds freed. Optional in a store: without it a wait's end takes `update`,
+        `unacknowledged` and `release`.
         """
         checked = check_ends(ends)
         if checked:

@@ -4,6 +4,7 @@ contract each must keep is in the README ("Resuming") and tests/store_contract.p
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -20,6 +21,7 @@ __all__ = [
     "check_lease_ttl",
     "check_store",
     "claim_limit",
+    "fences_statuses",
     "lease_ttl_of",
 ]
 
@@ -43,6 +45,21 @@ STORE_METHODS = (
 CLAIM_METHOD = "claim"
 
 
+def fences_statuses(store: object) -> bool:
+    """Whether `store`'s ``update`` takes a ``holder=`` keyword (or any keyword): then a status
+    is written only while its writer holds the task's lease, decided by the store itself.
+    """
+    update = getattr(store, "update", None)
+    try:
+        parameters = inspect.signature(update).parameters.values()  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+    return any(
+        (p.name == "holder" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)) or p.kind is p.VAR_KEYWORD
+        for p in parameters
+    )
+
+
 @runtime_checkable
 class TaskStore(Protocol):
     """Where tasks outlive the process that made them: their refs, the answers sent to them (a
@@ -51,10 +68,19 @@ class TaskStore(Protocol):
     """
 
     def record(self, ref: TaskRef) -> None:
-        """Keep `ref` (a task just created); a ref already kept under its id is replaced."""
+        """Keep `ref` (a task just created); a ref already kept under its id is replaced, unless
+        that one is finished (a finished ref never becomes unfinished, nor ends twice).
+        """
 
-    def update(self, task_id: str, status: Status) -> None:
-        """Make `status` the task's last status; a task not kept is left alone."""
+    def update(self, task_id: str, status: Status, *, holder: str | None = None) -> None:
+        """Make `status` the task's last status when it moves the record forward (`moves_forward`:
+        never once the ref is finished, so its first end is kept; never a status older by
+        ``lastUpdatedAt``), decided in the transaction that writes; a task not kept is left
+        alone. Fenced: given a `holder` that does not hold the task's lease now, nothing is
+        written (no error: the holder records the task). The `holder` keyword is optional in a
+        store: without it the library records only from waits that held the lease when they
+        last renewed it, and says once that a wait that lost it meanwhile may still write.
+        """
 
     def get(self, task_id: str) -> TaskRef | None:
         """The ref kept under `task_id`, or None."""

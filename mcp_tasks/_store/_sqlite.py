@@ -17,16 +17,17 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+import mcp_tasks._store._sqlite_batch as batch
 from mcp_tasks._clock import SLICE
 from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status
-from mcp_tasks._store import _sqlite_batch as batch
 from mcp_tasks._store._bound import store_bound
 from mcp_tasks._store._error import StoreError, lease_lost
 from mcp_tasks._store._holder import holder_gone
 from mcp_tasks._store._protocol import LEASE_TTL, check_ends, check_lease_ttl, claim_limit
 from mcp_tasks._store._ref import TaskRef
 from mcp_tasks._store._sqlite_file import SCHEMA, STORE_ENV, TABLES, check_layout, default_store_path
+from mcp_tasks._store._sqlite_intents import SqliteIntents
 
 __all__ = ["SCHEMA", "STORE_ENV", "SqliteTaskStore", "StoreError", "default_store_path"]
 
@@ -42,7 +43,7 @@ def _busy(exc: sqlite3.Error) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
 
 
-class SqliteTaskStore:
+class SqliteTaskStore(SqliteIntents):
     """A `TaskStore` in one SQLite file: `path`, or `default_store_path()` (created owner-only:
     mode 0600 in a 0700 folder). Safe for many threads and many processes of one machine: WAL
     mode, one short transaction per method, a busy database retried for up to `busy_timeout`
@@ -170,8 +171,10 @@ class SqliteTaskStore:
         def work(db: sqlite3.Connection) -> None:
             now = time.time()
             with self._write(db):
-                db.execute(
-                    "INSERT OR REPLACE INTO tasks VALUES (?, ?, ?, ?, ?)",
+                db.execute(  # a finished ref stays as it is: records only move forward
+                    "INSERT INTO tasks VALUES (?, ?, ?, ?, ?) ON CONFLICT (task_id) DO UPDATE SET finished = "
+                    "excluded.finished, created_at = excluded.created_at, updated_at = excluded.updated_at, "
+                    "ref = excluded.ref WHERE tasks.finished = 0",
                     (ref.task_id, int(ref.finished), ref.created_at, now, ref.to_json()),
                 )
                 if prune:
@@ -196,21 +199,14 @@ class SqliteTaskStore:
         for table in ("tasks", "answers", "leases"):
             db.execute(f"DELETE FROM {table} WHERE task_id = ?", (task_id,))
 
-    def update(self, task_id: str, status: Status) -> None:
-        """See `TaskStore.update`."""
+    def update(self, task_id: str, status: Status, *, holder: str | None = None) -> None:
+        """See `TaskStore.update`: decided in the write transaction that writes it."""
         if not isinstance(status, Status):
             raise TypeError(f"expected a Status, got {type(status).__name__}")
 
         def work(db: sqlite3.Connection) -> None:
             with self._write(db):
-                row = db.execute("SELECT ref FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
-                if row is None:
-                    return
-                ref = TaskRef.from_json(row[0]).with_status(status)
-                db.execute(
-                    "UPDATE tasks SET finished = ?, updated_at = ?, ref = ? WHERE task_id = ?",
-                    (int(ref.finished), time.time(), ref.to_json(), task_id),
-                )
+                batch.move_forward(db, task_id, status, holder, time.time())
 
         self._run(work)
 
@@ -364,9 +360,10 @@ class SqliteTaskStore:
 
     def finish_many(self, ends: Sequence[tuple[str, Status, str | None]]) -> None:
         """The ends of many tasks in one transaction: for each ``(task_id, status, holder)``, its
-        final `status` recorded (as `update` would), its unacknowledged answers acknowledged, and
-        the lease `holder` holds freed (None: it held none). Optional in a store: without it a
-        wait's end takes `update`, `unacknowledged` and `release`.
+        final `status` recorded as ``update(task_id, status, holder=holder)`` would (fenced by a
+        `holder`; None: it held none, unfenced), its unacknowledged answers acknowledged, and the
+        lease `holder` holds freed. Optional in a store: without it a wait's end takes `update`,
+        `unacknowledged` and `release`.
         """
         checked = check_ends(ends)
 

@@ -1,6 +1,6 @@
-"""The SQLite store's work on many tasks at once (`claim` and the optional batch methods), each
-run inside the one write transaction `SqliteTaskStore` opens for it: one lock of the file for a
-whole round of a worker's tasks, not one per task.
+"""The SQLite store's writes that decide as they write (a status moving forward, `claim` and the
+optional batch methods), each run inside the one write transaction `SqliteTaskStore` opens for it:
+one lock of the file for a whole round of a worker's tasks, not one per task.
 """
 
 from __future__ import annotations
@@ -9,10 +9,11 @@ import sqlite3
 from collections.abc import Sequence
 
 from mcp_tasks._status import Status
+from mcp_tasks._store._forward import moves_forward
 from mcp_tasks._store._holder import holder_gone
 from mcp_tasks._store._ref import TaskRef
 
-__all__ = ["acquire_many", "claim", "finish_many", "release_many", "renew_many"]
+__all__ = ["acquire_many", "claim", "finish_many", "move_forward", "release_many", "renew_many"]
 
 
 def renew_many(db: sqlite3.Connection, pairs: Sequence[tuple[str, str]], expires: float) -> list[bool]:
@@ -58,18 +59,36 @@ def claim(db: sqlite3.Connection, holder: str, now: float, ttl: float, count: in
     return taken
 
 
-def finish_many(db: sqlite3.Connection, ends: Sequence[tuple[str, Status, str | None]], now: float) -> None:
-    """Record each task's final status (as `update`), acknowledge what its ledger holds and free
-    the lease its holder (when not None) holds.
+def move_forward(db: sqlite3.Connection, task_id: str, status: Status, holder: str | None, now: float) -> bool:
+    """Make `status` the task's last status when it moves the record forward (`moves_forward`) and
+    `holder`, when given, holds the task's lease now; whether it did. Run in the write transaction
+    (the file's write lock), so nothing lands between the check and the write.
     """
-    last = {task_id: status for task_id, status, _ in ends}  # a task given twice: its last status
-    for task_id, status in last.items():
-        row = db.execute("SELECT ref FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
-        if row is not None:
-            ref = TaskRef.from_json(row[0]).with_status(status)
-            db.execute(
-                "UPDATE tasks SET finished = ?, updated_at = ?, ref = ? WHERE task_id = ?",
-                (int(ref.finished), now, ref.to_json(), task_id),
-            )
-        db.execute("UPDATE answers SET acknowledged = 1 WHERE task_id = ? AND acknowledged = 0", (task_id,))
+    if holder is not None:
+        lease = db.execute("SELECT holder, expires FROM leases WHERE task_id = ?", (task_id,)).fetchone()
+        if lease is None or lease[0] != holder or lease[1] <= now:
+            return False
+    row = db.execute("SELECT ref FROM tasks WHERE task_id = ? AND finished = 0", (task_id,)).fetchone()
+    if row is None:
+        return False
+    kept = TaskRef.from_json(row[0])
+    if not moves_forward(kept, status):
+        return False
+    ref = kept.with_status(status)
+    db.execute(
+        "UPDATE tasks SET finished = ?, updated_at = ?, ref = ? WHERE task_id = ? AND finished = 0",
+        (int(ref.finished), now, ref.to_json(), task_id),
+    )
+    return True
+
+
+def finish_many(db: sqlite3.Connection, ends: Sequence[tuple[str, Status, str | None]], now: float) -> None:
+    """Record each end as `update` would (in order: a task given twice keeps the first end that
+    could be written), acknowledge what its ledger holds and free the lease its holder (when not
+    None) holds.
+    """
+    for task_id, status, holder in ends:
+        move_forward(db, task_id, status, holder, now)
+    rows = [(task_id,) for task_id in dict.fromkeys(task_id for task_id, _, _ in ends)]
+    db.executemany("UPDATE answers SET acknowledged = 1 WHERE task_id = ? AND acknowledged = 0", rows)
     release_many(db, [(task_id, holder) for task_id, _, holder in ends if holder is not None])

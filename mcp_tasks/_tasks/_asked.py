@@ -9,7 +9,7 @@ from collections import OrderedDict
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
-from mcp_tasks._people._asking import asking_for
+from mcp_tasks._session._turns import asking_for
 from mcp_tasks._tasks._record import RESUMING
 
 if TYPE_CHECKING:

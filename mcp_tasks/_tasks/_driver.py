@@ -25,8 +25,8 @@ import attrs
 
 from mcp_tasks._clock import Deadline
 from mcp_tasks._errors import InputRequired, McpError, TaskCancelled, TaskFailed
-from mcp_tasks._people._asking import wake_turns
 from mcp_tasks._redact import short_id
+from mcp_tasks._session._turns import wake_turns
 from mcp_tasks._status import Status, TaskState
 from mcp_tasks._tasks._group import Group
 from mcp_tasks._tasks._helpers import cancel_task, get_task, outcome

@@ -1,26 +1,21 @@
 """The parts of the client's shared watch (_watch.py) that hold its state: the news a wait takes
 (`Inbox`, with `READ` for "read it"), one listen stream (`Stream`), a stream merged into a new one
-that is still read for a while (`Linger`), the reads a new stream calls for
-(`CatchUp`), and what the watch knows of a server's cap on ids per stream (`StreamCap`).
+that is still read for a while (`Linger`), and the reads a new stream calls for (`CatchUp`).
 """
 
 from __future__ import annotations
 
 import enum
-import logging
-import re
 import threading
 import time
 from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
-from mcp_tasks._errors import INVALID_PARAMS, McpError
 from mcp_tasks._session._subscription import Subscription
 from mcp_tasks._status import Status
 
 __all__ = [
-    "CAP_TRUST",
     "LINGER",
     "READ",
     "CatchUp",
@@ -29,12 +24,9 @@ __all__ = [
     "Linger",
     "News",
     "Stream",
-    "StreamCap",
     "replayed",
     "status_key",
 ]
-
-log = logging.getLogger("mcp_tasks")
 
 
 class Cue(enum.Enum):
@@ -46,11 +38,6 @@ class Cue(enum.Enum):
 
 READ = Cue.READ
 News = Status | Cue
-
-CAP_TRUST = 8
-"""Streams opened under a learnt cap before it is tried doubled (a server's limit may be lifted)."""
-CAP_REFUSAL = re.compile(r"at most|too many|maximum|\bmax\b|limit|exceed", re.IGNORECASE)
-"""What a -32602 refusing a stream says when it is about the number of ids."""
 
 
 class Inbox:
@@ -191,38 +178,3 @@ class CatchUp:
         if (status is READ or self.overtaken) and task_id is not None:
             self.caught.discard(task_id)  # its wait reads it if its news says so
         return not self.overtaken
-
-
-class StreamCap:
-    """The most ids a server takes on one stream, as far as the watch knows (None: no limit
-    known). Learnt only from a refusal that says so (`refusal`), or one that the same stream
-    without its new ids met too; tried doubled after `CAP_TRUST` streams opened under it.
-    """
-
-    def __init__(self) -> None:
-        self.value: int | None = None
-        self._opened = 0  # streams opened under the learnt cap
-
-    def chunk(self, ids: list[str]) -> list[str]:
-        return ids if self.value is None else ids[: self.value]
-
-    def learn(self, refused: int) -> None:
-        """A stream of `refused` ids was refused for their number: half of them from now on."""
-        self.value, self._opened = max(refused // 2, 1), 0
-        log.debug("the server refused %d ids on one stream; trying %d", refused, self.value)
-
-    def opened(self) -> None:
-        if self.value is not None:
-            self._opened += 1
-            if self._opened >= CAP_TRUST:
-                self.value, self._opened = self.value * 2, 0
-
-    @staticmethod
-    def refusal(exc: McpError, asked: int) -> str | None:
-        """What a -32602 refusing a stream of `asked` ids means: ``"cap"`` (it names a limit),
-        ``"ids"`` (something else: an id the server does not know, or a limit unsaid); None
-        for another error.
-        """
-        if exc.code != INVALID_PARAMS or exc.kind == "transport":
-            return None
-        return "cap" if asked > 1 and CAP_REFUSAL.search(exc.message or "") else "ids"

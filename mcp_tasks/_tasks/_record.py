@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import shlex
+import threading
 import time
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
@@ -27,6 +28,7 @@ from mcp_tasks._store import (
     TaskRef,
     TaskStore,
     best_effort,
+    fences_statuses,
     lease_ttl_of,
     new_holder,
     store_deadline,
@@ -133,13 +135,52 @@ def saved_ref(client: Client, task_id: str, given: object, timeout: float | None
     return find
 
 
-def record_status(status: Status, store: TaskStore | None, deadline: Deadline | None = None) -> None:
-    """Make `status` its task's last status in the store: best effort, a busy store is given
-    `STATUS_BUDGET` seconds (or less, to the call's `deadline`), then the status goes unrecorded.
+_UNFENCED: set[type] = set()  # the store classes already said to lack ``update(..., holder=)``
+_UNFENCED_LOCK = threading.Lock()
+
+
+def fenced(store: TaskStore) -> bool:
+    """Whether `store` fences statuses by their writer's lease (`fences_statuses`); a store of
+    one's own that does not is said once per class: a wait whose lease lapsed since its last
+    renewal may still write a status there (records still only move forward, if it keeps that).
     """
-    if store is not None:
-        with store_deadline(deadline.at if deadline is not None else None), best_effort():
-            _kept("its status", status.task_id, lambda: store.update(status.task_id, status))
+    if fences_statuses(store):
+        return True
+    kind = type(store)
+    with _UNFENCED_LOCK:
+        said = kind in _UNFENCED
+        _UNFENCED.add(kind)
+    if not said:
+        log.warning(
+            "the task store %s has no update(task_id, status, *, holder=None): a wait that lost its task's lease "
+            "since its last renewal may still record a status there (give update a holder= keyword, fenced as "
+            "write_answers is, for the guarantee)",
+            kind.__name__,
+        )
+    return False
+
+
+def record_status(
+    status: Status, store: TaskStore | None, deadline: Deadline | None = None, holder: str | None = None
+) -> None:
+    """Make `status` its task's last status in the store (which keeps it only if it moves the
+    record forward): best effort, a busy store is given `STATUS_BUDGET` seconds (`END_BUDGET` for
+    a task's end, which a fleet must not lose; less, to the call's `deadline`), then the status
+    goes unrecorded, with a warning. With `holder`, fenced by its lease where the store can
+    (nothing written once another holds it).
+    """
+    if store is None:
+        return
+    fence = holder is not None and fenced(store)
+
+    def update() -> None:
+        if fence:
+            store.update(status.task_id, status, holder=holder)
+        else:  # a store of one's own may take no holder=
+            store.update(status.task_id, status)
+
+    with store_deadline(deadline.at if deadline is not None else None), best_effort(end=status.terminal):
+        _kept("its end" if status.terminal else "its status", status.task_id, update)
 
 
 @attrs.frozen
@@ -228,16 +269,38 @@ class Recorder:
 
     @_within_deadline
     def read(self, status: Status) -> None:
-        """A status the wait saw change. A finished task needs no answer any more: what the
-        ledger holds for it is acknowledged. A group's wait (`ends_later`) keeps a final status
-        for `close_all`, which records the ends of a round in one store call.
+        """A status the wait saw change, recorded only by the wait that holds the task's lease (a
+        wait reading on a slower link must not write over what the holder recorded); a wait that
+        sees the task end takes the lease when it is free, to record that end. A finished task
+        needs no answer any more: what the ledger holds for it is acknowledged. A group's wait
+        (`ends_later`) keeps a final status for `close_all`, which records the ends of a round in
+        one store call.
         """
         if self.ends_later and status.terminal and self.store is not None:
             self.final = status
             return
-        record_status(status, self.store)
-        if self.store is not None and status.terminal:
+        if self.store is None:
+            return
+        if self.holding or (status.terminal and self._take_to_end()):
+            record_status(status, self.store, holder=self.holder)
+        else:
+            log.debug("task %s is leased by another wait: its status is that one's to record", short_id(self.task_id))
+        if status.terminal:
             _kept("its answers", self.task_id, self._settle)
+
+    def _take_to_end(self) -> bool:
+        """Take the lease of a task this wait saw end, when nobody holds it (best effort)."""
+        assert self.store is not None
+        self.stop_renewing()  # a lease it lost is not renewed twice
+        try:
+            with best_effort(end=True):
+                taken = self.store.acquire(self.task_id, self.holder, self.ttl)
+        except StoreError as exc:  # as a failed end's record is said
+            log.warning("task %s: could not record its end (nor take its lease to): %s", short_id(self.task_id), exc)
+            return False
+        if taken:
+            self._hold()
+        return taken
 
     def _settle(self) -> None:
         # Not fenced: the task is over, nobody can answer it now (this wait may not hold its lease).
@@ -410,13 +473,19 @@ def _finish_all(ended: list[Recorder]) -> None:
         for recorder in ended:
             recorder.finish_alone()
         return
+    for recorder in [recorder for recorder in ended if not recorder.holding]:
+        recorder.finish_alone()  # not its end to record, unless it can take the lease now
+    ended = [recorder for recorder in ended if recorder.final is not None]
+    if not ended:
+        return
+    assert first.store is not None
+    fenced(first.store)  # said once when it cannot fence the ends
     ends = []
     for recorder in ended:
-        held = recorder.lease is not None
         recorder.stop_renewing()
         final, recorder.final = recorder.final, None  # recorded once, however often the group closes
         assert final is not None
-        ends.append((recorder.task_id, final, recorder.holder if held else None))
+        ends.append((recorder.task_id, final, recorder.holder))  # held: fenced by the store that can
     try:
         with store_deadline(first.deadline.at, first.hurry), store_deadline(time.monotonic() + RELEASE_PATIENCE):
             many(ends)

@@ -1,9 +1,10 @@
 """The manager of a client's listen streams (``mcp_tasks-watch``), the lower half of its shared
 watch (_watch.py, which adds the waits' side and the news): it gathers the ids the waits want,
 opens a stream for them (reading its acknowledgement itself) or merges them with the open one (the
-old one still read for a moment, `Linger`, before the new one's reader starts), learns a server's
-cap on ids per stream (`StreamCap`), closes the streams no wait wants, and reads what a new stream
-calls for (`CatchUp`). See _watch.py's docstring for the whole.
+old one still read for a moment, `Linger`, before the new one's reader starts), follows a `Plan`
+when a listen is refused (a server's cap on ids per stream, `StreamCap`, or ids it refuses: _cap.py),
+closes the streams no wait wants, and reads what a new stream calls for (`CatchUp`). See _watch.py's
+docstring for the whole.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 from mcp_tasks._clock import Deadline, wait_condition
 from mcp_tasks._errors import METHOD_NOT_FOUND, McpError
 from mcp_tasks._session._subscription import Event, Subscription
-from mcp_tasks._tasks._news import READ, CatchUp, Inbox, Linger, News, Stream, StreamCap
+from mcp_tasks._tasks._cap import MAX_STREAMS, Plan, Refusal, StreamCap, refusal
+from mcp_tasks._tasks._news import READ, CatchUp, Inbox, Linger, News, Stream
 from mcp_tasks._tasks._protocol import TaskProtocol, protocol_of
 
 if TYPE_CHECKING:
@@ -29,10 +31,6 @@ __all__ = ["GATHER", "MAX_REOPENS", "MAX_STREAMS", "MERGE_GATHER", "OPEN_TIMEOUT
 
 log = logging.getLogger("mcp_tasks")
 
-MAX_STREAMS = 1
-"""One stream, widened by reopening: with the futures watcher the library's threads stay at most 4
-(a server that caps ids per stream has the rest polled: each costs a tasks/get per poll interval).
-"""
 MAX_REOPENS = 3
 MAX_OPEN_FAILURES = 3
 GATHER = 0.02
@@ -99,7 +97,7 @@ class Streams:
             if not placing:
                 self._catch_up()
                 continue
-            gather = GATHER if len(self._streams) < MAX_STREAMS else MERGE_GATHER
+            gather = GATHER if len(self._streams) < self._cap.streams() else MERGE_GATHER
             self._stop.wait(max((noticed or 0.0) + gather - time.monotonic(), 0.0))  # (gathered while one lingered)
             noticed = None
             with self.changed:
@@ -111,12 +109,12 @@ class Streams:
             if not batch or self._stop.is_set():
                 continue
             run = context.run if context is not None else _call
-            if streams < MAX_STREAMS:
-                run(self._place, batch, set(), MAX_STREAMS - streams)
-            elif streams == MAX_STREAMS and (self._cap.value is None or len(merged) + len(batch) <= self._cap.value):
-                run(self._place, batch, merged, 1, False)
+            if streams < self._cap.streams():
+                run(self._place, Plan(batch, (), streams, self._cap))
+            elif streams == 1 and (self._cap.value is None or len(merged) + len(batch) <= self._cap.value):
+                run(self._place, Plan(batch, merged, streams, self._cap))
             else:
-                self._place(batch, set(), 0)  # no room: polled
+                self._place(Plan(batch, (), streams, self._cap))  # no room: polled
 
     def _catch_up(self) -> None:
         """Read tasks a new stream took, the oldest first, while their waits read them too
@@ -195,38 +193,32 @@ class Streams:
             if stream.subscription is not None:
                 stream.subscription.close()  # joins its reader (bounded)
 
-    def _place(self, batch: set[str], merged: set[str], slots: int, split: bool = True) -> None:
-        """Open up to `slots` streams for `batch` (and `merged`, ids already on streams: their
-        streams close once the new one is acknowledged; never `split` then, so that the streams
-        stay at most ``MAX_STREAMS + 1``); what finds no place is polled.
+    def _place(self, plan: Plan) -> None:
+        """Try the listens `plan` calls for (a stream for its ids, merged with the open one's, or
+        probes for the ids the server refuses); what finds no place is polled.
         """
-        ids = sorted(merged) + sorted(batch - merged)
-        while ids and slots > 0 and self._listen and not self._stop.is_set():
-            chunk = self._cap.chunk(ids)
-            refused = self._open(chunk)
+        while self._listen and not self._stop.is_set():
+            attempt = plan.next()
+            if attempt is None:
+                break
+            refused = self._open(attempt.ids, probe=attempt.probe)
             if refused is None:
-                ids = ids[len(chunk) :]
-                slots -= 1
-                continue
-            old = [i for i in chunk if i in merged]
-            if refused == "ids" and old and len(old) < len(chunk):
-                # Not said to be about the number of ids: one of the new ids may be what the server
-                # refuses. The stream without them: when it opens, the new ones are polled.
-                if self._open(old) is None:
-                    break
-                refused = "cap"  # the old ids alone were refused too: a cap after all
-            if refused in ("cap", "ids") and len(chunk) > 1:  # (new ids alone: halving finds a bad one)
-                self._cap.learn(len(chunk))
-                continue  # try the smaller chunk
-            break
+                plan.opened()
+            elif isinstance(refused, Refusal):
+                plan.refused(refused)
+            else:
+                plan.failed()
         with self.changed:
-            for task_id in ids:
+            for task_id in plan.pending:
                 if task_id in self._wanted and task_id not in self._streamed:
                     self._poll(task_id)
+            for task_id in plan.bad:
+                if task_id in self._wanted and task_id not in self._streamed:
+                    self._poll(task_id)  # (its wait hears from tasks/get why)
 
-    def _open(self, ids: list[str]) -> str | None:
-        """Open a stream for `ids`: None when it opened; else why not: ``"cap"`` (a -32602 that
-        names a limit), ``"ids"`` (another -32602), ``"other"``.
+    def _open(self, ids: list[str], *, probe: bool = False) -> Refusal | str | None:
+        """Open a stream for `ids` (a `probe`: closed at once): None when it opened; else why not:
+        the `Refusal` (a -32602), or ``"other"``.
         """
         try:
             if self._protocol is None:
@@ -241,7 +233,7 @@ class Streams:
                 start=False,  # the acknowledgement is read here: no thread more while it comes
             )
         except McpError as exc:
-            return self._open_failed(ids, exc)
+            return self._open_failed(exc)
         accepted = subscription.accepted.get("taskIds")
         if not isinstance(accepted, list):
             with self.changed:
@@ -251,14 +243,13 @@ class Streams:
             self._no_listen()
             return "other"
         self.opens += 1
-        self._cap.opened()
         with self.changed:
-            if not self._stop.is_set():
+            if not self._stop.is_set() and not probe:
                 self._add_stream(stream, subscription, accepted, ids)
                 return None
             stream.closing = True
-        subscription.close()  # the watch closed while this stream was opening
-        return "other"
+        subscription.close()  # a probe, or the watch closed while this stream was opening
+        return None if probe and not self._stop.is_set() else "other"
 
     def _add_stream(self, stream: Stream, subscription: Subscription, accepted: list[Any], ids: list[str]) -> None:
         """Start following a new stream (the lock held): cue the ids it took, poll those it left;
@@ -291,10 +282,10 @@ class Streams:
         if self._lingered(stream) is None:
             self._starting.append(stream)  # (else once the stream it replaced is closed)
 
-    def _open_failed(self, ids: list[str], exc: McpError) -> str:
-        refused = StreamCap.refusal(exc, len(ids))
+    def _open_failed(self, exc: McpError) -> Refusal | str:
+        refused = refusal(exc)
         if refused is not None:
-            return refused  # (an id the server does not know: its wait polls it and hears why)
+            return refused
         if exc.code == METHOD_NOT_FOUND:
             log.debug("the server has no subscriptions/listen: the client's tasks are polled")
             self._no_listen()

@@ -21,9 +21,9 @@ from mcp_tasks._clock import Deadline, wait_sliced
 from mcp_tasks._errors import INTERNAL_ERROR, INVALID_PARAMS, REQUEST_TIMEOUT, McpError, TaskTimeout
 from mcp_tasks._input import declared_kinds, input_failure
 from mcp_tasks._options import UNSET
-from mcp_tasks._people._asking import Until, waiting_until
 from mcp_tasks._redact import short_id
 from mcp_tasks._session._dispatch import error_response
+from mcp_tasks._session._turns import Until, waiting_until
 from mcp_tasks._status import Status, TaskState
 from mcp_tasks._tasks._options import WaitSettings
 from mcp_tasks._tasks._protocol import TaskProtocol, protocol_of

@@ -12,16 +12,16 @@ waited on, by any thread, and the news they bring to the waits (a channel attach
   gathered for a moment and placed on a stream of their own while fewer than `MAX_STREAMS` are open,
   else merged with the open ones into one stream (opened before the old ones close, so no
   notification falls between; an old one is read on for a moment, `Linger`, and the new one's
-  reader starts once it is closed). A server's
-  cap on ids per stream is learnt only from a -32602 that says so (it names a limit: the chunk is
-  halved), or when the chunk without its new ids is refused too; a refusal of new ids alone has
-  those ids polled (their waits hear why). A learnt cap is tried doubled again after `CAP_TRUST`
-  streams opened under it. Ids beyond `MAX_STREAMS` streams, ids the acknowledgement leaves out, and
-  ids whose stream dropped `MAX_REOPENS` times are polled by their waits. Each stream costs one
-  thread, its reader (``mcp_tasks-listen-<id>``), which turns its events into news here; the
-  manager reads a new stream's acknowledgement itself, and a merged stream's reader starts only
-  once the stream it replaced is closed, so the watch runs at most ``1 + MAX_STREAMS`` threads
-  for all the client's waits, whatever their number.
+  reader starts once it is closed). A refused listen is read by _cap.py: a -32602 that names a
+  limit teaches a cap on ids per stream (then up to `MAX_CAPPED_STREAMS` streams of it), any other
+  -32602 has the refused ids found by halving, left off the stream and polled (their waits hear
+  why), and teaches no cap; a learnt cap grows back. Ids beyond the streams, ids the
+  acknowledgement leaves out, and ids whose stream dropped `MAX_REOPENS` times are polled by their
+  waits. Each stream costs one thread, its reader (``mcp_tasks-listen-<id>``), which turns its
+  events into news here; the manager reads a new stream's acknowledgement itself, and a merged
+  stream's reader starts only once the stream it replaced is closed, so the watch runs at most
+  ``1 + MAX_STREAMS`` threads for all the client's waits, whatever their number
+  (``1 + MAX_CAPPED_STREAMS`` under a server's cap).
 - On a 2025-11-25 session the status notifications the session pushes unasked are cues.
 """
 
@@ -37,10 +37,11 @@ from typing import TYPE_CHECKING, Any
 from mcp_tasks._errors import McpError
 from mcp_tasks._session._subscription import Closed, Dropped, Event, Notification
 from mcp_tasks._status import Status
+from mcp_tasks._tasks._cap import MAX_STREAMS
 from mcp_tasks._tasks._news import READ, Inbox, Linger, News, Stream, replayed
 from mcp_tasks._tasks._protocol import decode
 from mcp_tasks._tasks._side import TaskSide, side_of
-from mcp_tasks._tasks._streams import MAX_REOPENS, MAX_STREAMS, Streams
+from mcp_tasks._tasks._streams import MAX_REOPENS, Streams
 from mcp_tasks._threads import join_all, start_thread
 
 if TYPE_CHECKING:

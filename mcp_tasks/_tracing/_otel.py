@@ -30,11 +30,11 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 
 from mcp_tasks._errors import McpError, TransportError
 from mcp_tasks._redact import redact_text, short_id
-from mcp_tasks._session._retry import RETRY_WATCH
 from mcp_tasks._status import TaskState
-from mcp_tasks._tracing import Saved, Send, TaskTrace, Tracing
+from mcp_tasks._tracing._base import Saved, Send, TaskTrace, Tracing
 from mcp_tasks._version import __version__
 from mcp_tasks._wire import META_PROTOCOL_VERSION
+from mcp_tasks.transports._retry import RETRY_WATCH
 
 if TYPE_CHECKING:
     from mcp_tasks._session._channel import Channel

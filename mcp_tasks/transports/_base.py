@@ -21,9 +21,9 @@ from typing import Any, Final, Union
 
 from mcp_tasks._clock import Deadline
 from mcp_tasks._errors import METHOD_NOT_FOUND, McpError, RequestTimeout, TransportError
-from mcp_tasks._session._retry import Retry
 from mcp_tasks._wire import IDEMPOTENT_METHODS, notification, valid_id
 from mcp_tasks.transports._cancel import CancelSender
+from mcp_tasks.transports._retry import Retry
 
 __all__ = [
     "CANCEL_TIMEOUT",

@@ -3,27 +3,18 @@ stream of request-scoped notifications ending with the response.
 
 Headers follow the spec (``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name``, ``Mcp-Param-*``):
 `transports._headers` is the one place they are built, `HttpTransport._send` the one place a
-POST goes out (by way of `transports._sender`, which takes it to the wire).
-
-**The layout.** This module is the Streamable HTTP semantics (the paths a message takes,
-sessions, what to do with each answer); `transports._headers` builds a message's headers;
-`transports._sender` takes a request to the server (straight to a kept connection, or through
-`Session.request`); `transports._answers` reads what an answer says (a JSON body, SSE messages, a
-listen stream); `transports._body` reads a body under the deadline; `transports._failures`
-classifies failures for the retry policy; `transports._watchdog` keeps the deadline;
-`transports._plumbing` holds every use of a private name of requests, urllib3 or http.client;
-`transports._session` the 2025-era session, `transports._get_stream` its GET stream.
+POST goes out (by way of `transports._sender`). The modules behind this one: `mcp_tasks.transports`.
 
 **One deadline, every byte.** Each exchange (a POST and its answer, with every re-send an auth
 object makes and every request of its own an ``auth_flow`` yields, as `OAuth`'s discovery and
 token requests, see `transports._auth_flow`; a resumption GET; the session's GET stream; the
-DELETE at close) runs under a
-`Watch`: the sockets it uses are attached to it as they are made or reused, and the transport's
-one watchdog thread shuts them down when the deadline passes (or `close` cuts them), whatever a
-server trickles: the name lookup (`transports._resolve`), connect, TLS, status line, headers,
-body, through an HTTP(S) proxy too (its ``CONNECT`` and its answer included). The margin is the
-watchdog's wake-up latency (a few ms on an idle machine). A message sent through a user's session whose own mounted
-adapter serves the URL is watched from its answer's body on (its headers only by socket timeouts).
+DELETE at close) runs under a `Watch`: the sockets it uses are attached to it as they are made or
+reused, and the transport's one watchdog thread shuts them down when the deadline passes (or
+`close` cuts them: `transports._in_flight`), whatever a server trickles: the name lookup
+(`transports._resolve`), connect, TLS, status line, headers, body, through an HTTP(S) proxy too
+(its ``CONNECT`` and its answer included). The margin is the watchdog's wake-up latency (a few ms
+on an idle machine). A message sent through a user's session whose own mounted adapter serves the
+URL is watched from its answer's body on (its headers only by socket timeouts).
 
 **Bodies.** This transport reads every body itself (`transports._body`), under the watch, with a
 size cap (`max_message`, 16 MiB by default), gzip and deflate decoded under the same cap.
@@ -68,7 +59,6 @@ answer carried them, None on the GET stream) and their answers POSTed back.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Mapping
 from typing import Final
 
@@ -85,6 +75,7 @@ from mcp_tasks.transports._body import Response
 from mcp_tasks.transports._failures import check_status, rpc_error
 from mcp_tasks.transports._get_stream import GetResponse, GetStreamHolder
 from mcp_tasks.transports._headers import message_headers
+from mcp_tasks.transports._in_flight import InFlight
 from mcp_tasks.transports._resume import Awaited, AwaitedRequests, StreamMark, resume_answer
 from mcp_tasks.transports._sender import AUTO_POOL_SIZE, Sender
 from mcp_tasks.transports._session import LegacySession
@@ -151,10 +142,7 @@ class HttpTransport(Transport):
         )
         self.url: str = self._sender.url
         self._where = self._sender.where
-        self._streams: set[HttpStream] = set()
-        self._exchanges: set[Watch] = set()  # the watches of the exchanges in flight: `close` cuts them
-        self._lock = threading.Lock()
-        self._closed = False
+        self._in_flight = InFlight(self._watchdog)  # what `close` cuts
         self._legacy = LegacySession()
         if session_id is not None:
             self._legacy.join(session_id)
@@ -176,7 +164,7 @@ class HttpTransport(Transport):
         self._await_get_stream(deadline)
         awaited = self._pending.add(message["id"])
         try:
-            watch = self._begin(deadline)
+            watch = self._in_flight.begin(deadline)
         except BaseException:
             self._pending.remove(awaited)
             raise
@@ -189,7 +177,7 @@ class HttpTransport(Transport):
                 raise
             return found
         finally:
-            self._end(watch)
+            self._in_flight.end(watch)
             self._pending.remove(awaited)
 
     def _exchange(
@@ -222,7 +210,7 @@ class HttpTransport(Transport):
         JSON-RPC error in its body (a server that failed to take the notification) raises it.
         """
         bound = Deadline(NOTIFY_TIMEOUT) if deadline is None else deadline.within(NOTIFY_TIMEOUT)
-        watch = self._begin(bound)
+        watch = self._in_flight.begin(bound)
         try:
             with watching(watch):
                 response = self._send(message, bound)
@@ -231,9 +219,9 @@ class HttpTransport(Transport):
                 finally:
                     response.finish()
         except McpError as exc:
-            raise self._closed_or(exc) from exc
+            raise self._in_flight.closed_or(exc) from exc
         finally:
-            self._end(watch)
+            self._in_flight.end(watch)
         if response.status >= 400:
             refused = rpc_error(body)
             raise (
@@ -248,7 +236,7 @@ class HttpTransport(Transport):
     def _open_stream(self, message: Message, deadline: Deadline, sent: Sent) -> Stream:
         """See `Transport.open_stream`: the POST's response is the stream (SSE), or one error."""
         self._await_get_stream(deadline)
-        watch = self._begin(deadline)
+        watch = self._in_flight.begin(deadline)
         try:
             with watching(watch):
                 response = self._send(message, deadline, listen=True, sent=sent)
@@ -257,24 +245,17 @@ class HttpTransport(Transport):
                         single = json_answer(response, response.read_all(deadline, self.max_message), message["id"])
                     finally:
                         response.finish()
-                    self._end(watch)
+                    self._in_flight.end(watch)
                     return SingleMessage(single)
         except McpError as exc:
-            self._end(watch)
-            raise self._closed_or(exc) from exc
+            self._in_flight.end(watch)
+            raise self._in_flight.closed_or(exc) from exc
         except BaseException:
-            self._end(watch)
+            self._in_flight.end(watch)
             raise
         watch.rearm(None)  # open: the stream is read without a deadline, and cut by `close`
-        stream = HttpStream(response, self._forget, max_message=self.max_message)
-        with self._lock:
-            closed = self._closed
-            self._exchanges.discard(watch)  # the stream's now (closing it shuts its socket down)
-            if not closed:
-                self._streams.add(stream)
-        if closed:  # closed while it opened (outside the lock: closing it forgets it, under the lock)
-            stream.close()
-            raise closed_error()
+        stream = HttpStream(response, self._in_flight.forget, max_message=self.max_message)
+        self._in_flight.keep_stream(watch, stream)
         return stream
 
     def begin_session(self, protocol_version: str) -> None:
@@ -283,7 +264,7 @@ class HttpTransport(Transport):
         server expired one), the new session's GET stream replaces the old one's.
         """
         self._legacy.begin(protocol_version)
-        if not self._closed:
+        if not self._in_flight.closed:
             self._get_stream.begin(self._legacy.headers("GET"))
 
     def keep_session(self) -> None:
@@ -299,17 +280,10 @@ class HttpTransport(Transport):
         Idempotent.
         """
         self._stop_cancels()
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            streams = list(self._streams)
-            exchanges = list(self._exchanges)
+        if not self._in_flight.close():
+            return
         self._pending.abort()  # first: a request its cut wakes finds why
-        for watch in exchanges:
-            watch.fire()
-        for stream in streams:
-            stream.close()
+        self._in_flight.cut()
         self._get_stream.close()
         self._end_session()
         self._watchdog.close()
@@ -320,38 +294,12 @@ class HttpTransport(Transport):
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _begin(self, deadline: Deadline | None) -> Watch:
-        """The watch of one exchange in flight, which `close` cuts; the closed error once closed
-        (checked under the lock `close` takes: an exchange is either cut or never begun).
-        """
-        watch = self._watchdog.watch(deadline)
-        with self._lock:
-            if not self._closed:
-                self._exchanges.add(watch)
-                return watch
-        watch.close()
-        raise closed_error()
-
-    def _end(self, watch: Watch) -> None:
-        """The exchange of `watch` is over (`close` no longer cuts it)."""
-        with self._lock:
-            self._exchanges.discard(watch)
-        watch.close()
-
-    def _closed_or(self, exc: McpError) -> McpError:
-        """`exc`, or the closed error when `close` is why the exchange failed."""
-        return closed_error(exc) if self._closed else exc
-
-    def _forget(self, stream: HttpStream) -> None:
-        with self._lock:
-            self._streams.discard(stream)
-
     def _take_pushed(self, message: Message, origin: RequestId | None) -> None:
         """A message the server sent of its own accord: to the client; a request's answer back.
         `origin`: the request whose answer stream carried it (None for the GET stream).
         """
         response = self.deliver(message, origin)
-        if response is None or self._closed:
+        if response is None or self._in_flight.closed:
             return
         try:
             self.notify(response)
@@ -397,7 +345,7 @@ class HttpTransport(Transport):
         """POST one message within the deadline (under this thread's current watch, which the
         caller set up and closes); the response, its status checked, its body unread.
         """
-        if self._closed:
+        if self._in_flight.closed:
             raise closed_error()
         if self._legacy.refuses(message.get("method")):
             # The server expired the session earlier (maybe on a notification, or the answer to

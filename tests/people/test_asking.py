@@ -15,8 +15,9 @@ import pytest
 
 import mcp_tasks as mt
 from mcp_tasks._clock import Deadline
-from mcp_tasks._people._asking import _TURNS, Until, _Turns, turn
+from mcp_tasks._people._asking import turn
 from mcp_tasks._people._prompt import TextPrompter
+from mcp_tasks._session._turns import TURNS, Turns, Until
 from mcp_tasks.server import Server
 from tests.conftest import Background, mcp_threads
 from tests.foreign.legacy_http_tasks import LegacyHttpTasksServer
@@ -71,12 +72,12 @@ def test_a_wait_queued_for_its_turn_times_out_at_its_deadline(server: Server) ->
         task = started(client)
         with turn():  # another question is on the screen, and stays there
             waiting = Background(lambda: mt.wait_task(client, task, timeout=2.0))
-            assert _TURNS.queued(1, 30)
+            assert TURNS.queued(1, 30)
             with pytest.raises(mt.TaskTimeout) as timed_out:
                 waiting.result(30)  # it ends while the other question is still being asked
         assert timed_out.value.status is not None and timed_out.value.status.status is mt.TaskState.INPUT_REQUIRED
         assert prompts.asked == []  # the person was never asked for it
-        assert not _TURNS.queued(1, 0.01)  # it left the queue
+        assert not TURNS.queued(1, 0.01)  # it left the queue
         # The question comes when the wait is made again and its turn comes.
         assert mt.await_task(client, task, timeout=30)["structuredContent"] == {"name": "Ada"}
 
@@ -88,7 +89,7 @@ def test_closing_the_client_releases_a_wait_queued_for_its_turn(server: Server) 
         task = started(client)
         with turn():
             waiting = Background(lambda: mt.wait_task(client, task, timeout=None))
-            assert _TURNS.queued(1, 30)
+            assert TURNS.queued(1, 30)
             client.close()
             with pytest.raises(mt.TransportError, match="the client was closed"):
                 waiting.result(30)  # released at once, though the other question goes on
@@ -103,7 +104,7 @@ def test_closing_the_client_releases_futures_queued_for_their_turn(server: Serve
     try:
         with turn():
             futures = [mt.submit(client, "ask") for _ in range(2)]
-            assert _TURNS.queued(2, 30)  # both on the input workers, waiting their turn
+            assert TURNS.queued(2, 30)  # both on the input workers, waiting their turn
             client.close()
             for future in futures:
                 with pytest.raises(mt.TransportError, match="the client was closed"):
@@ -120,11 +121,11 @@ def test_cancelling_a_future_releases_its_question_queued_for_its_turn(server: S
     with interactive(server, prompts) as client:
         with turn():
             first, second = (mt.submit(client, "ask") for _ in range(2))
-            assert _TURNS.queued(2, 30)
+            assert TURNS.queued(2, 30)
             assert first.cancel()
             with pytest.raises(concurrent.futures.CancelledError):
                 first.result(timeout=30)
-            assert _TURNS.queued_at_most(1, 30)  # its question left the queue, not to be asked
+            assert TURNS.queued_at_most(1, 30)  # its question left the queue, not to be asked
         assert second.result(timeout=30)["structuredContent"] == {"name": "Ada"}
         assert prompts.asked == ["name"]  # the second task's question only
 
@@ -134,14 +135,14 @@ def test_a_tool_calls_question_queued_for_its_turn_keeps_to_the_calls_timeout(se
     with interactive(server, prompts) as client:
         with turn():
             calling = Background(lambda: client.call_tool("hello", timeout=2.0))
-            assert _TURNS.queued(1, 30)
+            assert TURNS.queued(1, 30)
             with pytest.raises(mt.RequestTimeout, match="waiting for a turn to ask a person"):
                 calling.result(30)
         assert prompts.asked == []
 
 
 def test_a_question_that_may_wait_no_longer_leaves_the_queue_and_the_next_comes() -> None:
-    turns = _Turns()
+    turns = Turns()
     closing = threading.Event()
     until = Until(
         Deadline(None), lambda: TimeoutError("late"), lambda: RuntimeError("closed") if closing.is_set() else None
@@ -185,7 +186,7 @@ def test_closing_the_client_releases_a_servers_own_request_queued_for_its_turn()
             with turn():
                 # A 2025-era server's request naming no task: the client's handlers answer it.
                 calling = Background(lambda: client.call_tool("ask_plain", timeout=None))
-                assert _TURNS.queued(1, 30)
+                assert TURNS.queued(1, 30)
                 client.close()
                 with pytest.raises(mt.McpError):
                     calling.result(30)

@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 
 import mcp_tasks as mt
-from mcp_tasks._people._asking import _TURNS, _Turns, turn
+from mcp_tasks._people._asking import turn
 from mcp_tasks._people._prompt import TextPrompter
 from mcp_tasks._redact import short_id
+from mcp_tasks._session._turns import TURNS, Turns
 from mcp_tasks.server import Server, ToolError
 
 NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
@@ -204,7 +205,7 @@ def test_turns_are_first_come_first_served_and_say_how_many_wait() -> None:
     for index, name in enumerate(("b", "c"), start=1):
         threads.append(threading.Thread(target=ask, args=(name,)))
         threads[-1].start()
-        assert _TURNS.queued(index, 30)  # b is queued before c
+        assert TURNS.queued(index, 30)  # b is queued before c
     release.set()
     for thread in threads:
         thread.join(30)
@@ -221,7 +222,7 @@ class HeldStdin(io.StringIO):
     def readline(self, size: int | None = -1) -> str:  # type: ignore[override]
         if self.first:
             self.first = False
-            assert _TURNS.queued(1, 30), "the second task never asked"
+            assert TURNS.queued(1, 30), "the second task never asked"
         return super().readline()
 
 
@@ -302,7 +303,7 @@ def test_a_single_waits_failure_does_not_make_a_display_of_a_set(tools: Tools) -
 
 
 def test_a_question_interrupted_while_it_waits_its_turn_leaves_the_queue() -> None:
-    turns = _Turns()
+    turns = Turns()
     real_wait = turns._changed.wait
     interrupted = threading.Event()
 

@@ -20,7 +20,7 @@ import attrs
 import pytest
 
 import mcp_tasks as mt
-from mcp_tasks._store import NewerRecord, hold, holder_gone, let_go, new_holder
+from mcp_tasks._store import NewerRecord, hold, holder_gone, let_go, moves_forward, new_holder
 from tests.conftest import ROOT
 from tests.memory_store import MemoryTaskStore
 
@@ -31,6 +31,8 @@ def working(task_id: str = TASK, state: mt.TaskState = mt.TaskState.WORKING) -> 
     task: dict[str, object] = {"taskId": task_id, "status": state.value, "createdAt": "2026-12-01T10:00:00Z"}
     if state is mt.TaskState.COMPLETED:
         task["result"] = {"content": [{"type": "text", "text": "done"}]}
+    if state is mt.TaskState.FAILED:
+        task["error"] = {"code": -32603, "message": "it broke"}
     if state is mt.TaskState.INPUT_REQUIRED:
         task["inputRequests"] = {"name": {"method": "elicitation/create", "params": {"message": "Name?"}}}
     return mt.Status.from_map(task)
@@ -138,6 +140,115 @@ def test_a_task_the_server_forgot_is_kept_as_gone_and_not_unfinished(store: mt.T
     again = store.get(TASK)
     assert again is not None and again.gone == "expired" and again.finished and again.last_status == working()
     assert store.unfinished() == []
+
+
+def status_at(state: mt.TaskState, at: str | None, task_id: str = TASK) -> mt.Status:
+    """`working()`'s status, in `state`, with ``lastUpdatedAt`` `at` (None: without one)."""
+    status = working(task_id, state)
+    return status if at is None else mt.Status.from_map({**status.to_map(), "lastUpdatedAt": at})
+
+
+def test_a_finished_task_stays_finished_whatever_comes_late(store: mt.TaskStore) -> None:
+    store.record(ref().with_status(working()))
+    done = working(TASK, mt.TaskState.COMPLETED)
+    store.update(TASK, done)
+    store.update(TASK, working())  # a wait on a slower link read it before it ended
+    store.update(TASK, working(TASK, mt.TaskState.INPUT_REQUIRED))
+    store.record(ref().with_status(working()))  # nor does a ref recorded again reopen it
+    kept = store.get(TASK)
+    assert kept is not None and kept.last_status == done and kept.finished
+    assert store.unfinished() == []
+
+
+def test_the_first_end_recorded_is_kept(store: mt.TaskStore) -> None:
+    store.record(ref().with_status(working()))
+    done = working(TASK, mt.TaskState.COMPLETED)
+    store.update(TASK, done)
+    store.update(TASK, working(TASK, mt.TaskState.FAILED))
+    store.update(TASK, working(TASK, mt.TaskState.CANCELLED))
+    kept = store.get(TASK)
+    assert kept is not None and kept.last_status == done
+
+
+def test_a_status_older_by_last_updated_at_is_not_written(store: mt.TaskStore) -> None:
+    store.record(ref())
+    later = status_at(mt.TaskState.INPUT_REQUIRED, "2026-12-01T10:00:05Z")
+    store.update(TASK, later)
+    store.update(TASK, status_at(mt.TaskState.WORKING, "2026-12-01T10:00:04.500+00:00"))  # read before it
+    kept = store.get(TASK)
+    assert kept is not None and kept.last_status == later
+    newer = status_at(mt.TaskState.WORKING, "2026-12-01T11:00:06+01:00")  # the same clock, another zone: later
+    store.update(TASK, newer)
+    kept = store.get(TASK)
+    assert kept is not None and kept.last_status == newer
+    undated = status_at(mt.TaskState.INPUT_REQUIRED, None)  # nothing to compare: the later write wins
+    store.update(TASK, undated)
+    kept = store.get(TASK)
+    assert kept is not None and kept.last_status == undated
+    ended = status_at(mt.TaskState.COMPLETED, "2026-12-01T09:00:00Z")  # an end is never older than a working
+    store.update(TASK, ended)
+    kept = store.get(TASK)
+    assert kept is not None and kept.last_status == ended and store.unfinished() == []
+
+
+@pytest.mark.parametrize(
+    ("kept_at", "read_at", "written"),
+    [
+        ("2026-12-01T10:00:05", "2026-12-01T10:00:04Z", False),  # no zone named: UTC
+        ("2026-12-01T10:00:05Z", "2026-12-01T10:00:05Z", True),  # the same time: the later write wins
+        ("yesterday", "2026-12-01T10:00:04Z", True),  # a time that does not read: nothing to compare
+        ("2026-12-01T10:00:05Z", None, True),
+    ],
+)
+def test_a_status_moves_forward_unless_it_is_older(kept_at: str, read_at: str | None, written: bool) -> None:
+    kept = ref().with_status(status_at(mt.TaskState.WORKING, kept_at))
+    assert moves_forward(kept, status_at(mt.TaskState.INPUT_REQUIRED, read_at)) is written
+    assert moves_forward(ref(), working()) and moves_forward(kept, working(TASK, mt.TaskState.CANCELLED))
+    assert not moves_forward(attrs.evolve(kept, gone="forgotten"), working(TASK, mt.TaskState.COMPLETED))
+
+
+def test_a_holder_without_the_lease_writes_no_status(store: mt.TaskStore) -> None:
+    one, two = new_holder(), new_holder()
+    store.record(ref().with_status(working()))
+    asking = working(TASK, mt.TaskState.INPUT_REQUIRED)
+    store.update(TASK, asking, holder=one)  # never leased: nothing written, and no error
+    kept = store.get(TASK)
+    assert kept is not None and kept.last_status == working()
+    assert store.acquire(TASK, one, 600)
+    store.update(TASK, asking, holder=one)
+    store.update(TASK, working(TASK, mt.TaskState.COMPLETED), holder=two)  # another's lease
+    kept = store.get(TASK)
+    assert kept is not None and kept.last_status == asking
+    assert store.acquire(TASK, one, -1)  # it expires
+    store.update(TASK, working(TASK, mt.TaskState.FAILED), holder=one)
+    assert [r.task_id for r in store.unfinished()] == [TASK]
+    assert store.acquire(TASK, two, 600)  # taken over
+    done = working(TASK, mt.TaskState.COMPLETED)
+    store.update(TASK, done, holder=two)
+    kept = store.get(TASK)
+    assert kept is not None and kept.last_status == done
+
+
+def test_finish_many_keeps_the_same_rules(store: mt.TaskStore) -> None:
+    many: Any = store
+    one, two = new_holder(), new_holder()
+    for task_id in ("t-1", "t-2", "t-3"):
+        store.record(ref(task_id).with_status(working(task_id)))
+    store.update("t-1", working("t-1", mt.TaskState.COMPLETED))
+    assert store.acquire("t-2", one, 600) and store.acquire("t-3", one, 600)
+    store.write_answers("t-2", {"name": {"action": "accept"}})
+    failed = working("t-1", mt.TaskState.FAILED)
+    many.finish_many([("t-1", failed, None), ("t-2", working("t-2", mt.TaskState.CANCELLED), two)])
+    one_ref, two_ref = store.get("t-1"), store.get("t-2")
+    assert one_ref is not None and one_ref.last_status == working("t-1", mt.TaskState.COMPLETED)  # its first end
+    assert two_ref is not None and not two_ref.finished  # two holds no lease: nothing written
+    assert store.unacknowledged("t-2") == {}  # the task was said to be over: nobody answers it
+    assert not store.acquire("t-2", two, 600)  # and one's lease was not two's to free
+    done = working("t-3", mt.TaskState.COMPLETED)
+    many.finish_many([("t-3", done, one), ("t-3", working("t-3", mt.TaskState.FAILED), one)])
+    three = store.get("t-3")
+    assert three is not None and three.last_status == done  # a task given twice: its first end
+    assert [r.task_id for r in store.unfinished()] == ["t-2"]
 
 
 def test_the_ledger_keeps_answers_until_acknowledged(store: mt.TaskStore) -> None:
@@ -735,7 +846,7 @@ def test_finish_many_records_the_ends_settles_their_answers_and_frees_their_leas
     assert [r.task_id for r in store.unfinished()] == ["t-3"]  # t-9 was never kept: still not
     one_ref, two_ref = store.get("t-1"), store.get("t-2")
     assert one_ref is not None and one_ref.last_status == done and store.get("t-9") is None
-    assert two_ref is not None and two_ref.last_status == cancelled  # a task given twice: its last end
+    assert two_ref is not None and two_ref.last_status == cancelled  # one's end was fenced: not one's lease
     assert store.unacknowledged("t-1") == {} and store.unacknowledged("t-3") == {"name": {"action": "decline"}}
     assert store.acquire("t-1", two, 600)  # one's lease is free
     assert not store.acquire("t-2", one, 600)  # two's was not one's to free
@@ -751,3 +862,54 @@ def test_finish_many_refuses_an_end_that_is_not_one_and_writes_nothing(store: mt
     with pytest.raises(TypeError, match=r"\(task_id, Status, holder\) tuple, got \('str', 'dict', 'NoneType'\)"):
         many.finish_many([("t-1", {"status": "completed"}, None)])
     assert [r.task_id for r in store.unfinished()] == ["t-1", "t-2"]
+
+
+# -- intents: calls recorded before they are sent (optional methods, here on all three) -------------
+
+ENDPOINT = "http://127.0.0.1:9/mcp"
+
+
+def intent(key: str = "order-7", created_at: float = 1000.0, endpoint: str = ENDPOINT) -> mt.Intent:
+    return mt.Intent(endpoint, key, "export", "d" * 64, created_at)
+
+
+def test_an_intent_is_kept_once_per_endpoint_and_key(store: Any) -> None:
+    assert store.record_intent(intent()) is None
+    again = store.record_intent(attrs.evolve(intent(), tool="other", created_at=2000.0))
+    assert again == intent()  # the one kept, left as it was
+    assert store.record_intent(intent(endpoint="http://127.0.0.1:9/other")) is None  # another endpoint's key
+    assert store.get_intent(ENDPOINT, "order-7") == intent()
+    assert store.get_intent(ENDPOINT, "nope") is None
+
+
+def test_an_intent_never_joined_is_listed_as_started(store: Any) -> None:
+    store.record_intent(intent("b", created_at=2000.0))
+    store.record_intent(intent("a", created_at=1000.0))
+    listed = store.unrecorded_intents()
+    assert [entry.key for entry in listed] == ["a", "b"]  # oldest first
+    assert not listed[0].recorded and "started, id never recorded" in repr(listed[0])
+    assert store.unfinished() == []  # a task list of ids only
+
+
+def test_a_task_id_joins_its_intent_with_its_ref(store: Any) -> None:
+    store.record_intent(intent())
+    store.join_intent(ENDPOINT, "order-7", ref=ref())
+    assert store.unrecorded_intents() == []
+    assert store.get_intent(ENDPOINT, "order-7").task_id == TASK
+    assert store.get(TASK) == ref() and store.unfinished() == [ref()]
+
+
+def test_an_immediate_result_joins_its_intent(store: Any) -> None:
+    store.record_intent(intent())
+    store.join_intent(ENDPOINT, "order-7", result={"content": [{"type": "text", "text": "ünï"}]})
+    kept = store.get_intent(ENDPOINT, "order-7")
+    assert kept.recorded and kept.task_id is None
+    assert kept.result == {"content": [{"type": "text", "text": "ünï"}]}
+    assert store.unrecorded_intents() == [] and store.unfinished() == []
+
+
+def test_a_forgotten_intent_is_gone_and_its_key_free(store: Any) -> None:
+    store.record_intent(intent())
+    store.forget_intent(ENDPOINT, "order-7")
+    assert store.get_intent(ENDPOINT, "order-7") is None and store.unrecorded_intents() == []
+    assert store.record_intent(intent()) is None

@@ -265,3 +265,57 @@ def test_the_command_line_adopts_from_its_store(
     assert cli.main(["adopt", "--store", str(path), "--timeout", "30"]) == 3  # one did not complete
     shown = capsys.readouterr().out
     assert "InputRequired" in shown and asking not in shown  # a short id only
+
+
+class SlowLink:
+    """`store` reached over a slow link: a status write, once started (`writing`; `seen` is set
+    too), lands only when `through` is set (then `landed` is)."""
+
+    def __init__(self, store: mt.TaskStore, seen: threading.Event) -> None:
+        self.store, self.seen = store, seen
+        self.writing, self.through, self.landed = threading.Event(), threading.Event(), threading.Event()
+
+    def update(self, task_id: str, status: mt.Status, *, holder: str | None = None) -> None:
+        self.writing.set()
+        self.seen.set()
+        self.through.wait()
+        if holder is None:
+            self.store.update(task_id, status)
+        else:
+            self.store.update(task_id, status, holder=holder)
+        self.landed.set()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_late_status_from_a_wait_without_the_lease_reopens_nothing(
+    kind: str, reference: Reference, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    store: mt.TaskStore = (
+        mt.SqliteTaskStore(tmp_path / "tasks.sqlite3") if kind == "sqlite" else request.getfixturevalue("pg_store")
+    )
+    seen = threading.Event()  # two read `working`: it says so, or starts writing it down (the old code)
+    slow = SlowLink(store, seen)
+    with mt.Client.http(reference.url, store=store) as one, mt.Client.http(reference.url, store=slow) as two:
+        task = mt.call_tool(one, "job", {"n": 7})
+        assert isinstance(task, mt.Status)
+        leased = threading.Event()  # one's wait takes the lease before its first read
+        first = Background(lambda: mt.wait_task(one, task.task_id, timeout=60, on_status=lambda _: leased.set()))
+        leased.wait()
+        second = Background(
+            lambda: mt.wait_task(two, task.task_id, timeout=60, min_poll_interval=600, on_status=lambda _: seen.set())
+        )
+        seen.wait()
+        reference.gate.set()
+        assert first.result().status is mt.TaskState.COMPLETED  # one recorded its end, and freed its lease
+        slow.through.set()  # what two read of the task before it ended reaches the store only now
+        if slow.writing.is_set() and second.running:
+            slow.landed.wait()
+    with pytest.raises(mt.TransportError):  # two's wait ends with its client
+        second.result()
+    assert [future.task_id for future in mt.adopt(store, timeout=30)] == []  # not delivered a second time
+    kept = store.get(task.task_id)
+    assert kept is not None and kept.last_status is not None and kept.last_status.status is mt.TaskState.COMPLETED
+    assert store.unfinished() == []

@@ -234,9 +234,9 @@ def test_eight_processes_record_fifty_tasks_each_in_one_file(tmp_path: Path) -> 
     workers = [python(WORKER, str(path), stdout=False) for _ in range(8)]
     errors = [w.communicate(timeout=300)[1] for w in workers]
     assert [w.returncode for w in workers] == [0] * 8, errors
-    # A status write is best effort (a locked file gets STATUS_BUDGET, then the status goes
+    # A status on the way is best effort (a locked file gets STATUS_BUDGET, then the status goes
     # unrecorded with a warning: eight writers on a loaded machine can starve one that long); the
-    # records themselves, their ends and their leases are never dropped (counted below).
+    # records themselves, their ends (END_BUDGET) and their leases are never dropped (counted below).
     dropped = "could not record its status"
     assert not any("Traceback" in e for e in errors), errors
     assert not any("locked" in line and dropped not in line for e in errors for line in e.splitlines()), errors

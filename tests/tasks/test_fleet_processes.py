@@ -42,8 +42,8 @@ WORKER = textwrap.dedent(
         def __getattr__(self, name):
             return getattr(self.store, name)
 
-        def update(self, task_id, status):
-            self.store.update(task_id, status)
+        def update(self, task_id, status, *, holder=None):
+            self.store.update(task_id, status, holder=holder)
             if status.terminal:
                 print("ended", task_id, flush=True)
 

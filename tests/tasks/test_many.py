@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 import mcp_tasks as mt
-from mcp_tasks._tasks._watch import MAX_STREAMS, watch_of
+from mcp_tasks._tasks._cap import MAX_CAPPED_STREAMS
+from mcp_tasks._tasks._watch import watch_of
 from mcp_tasks.server import Exchange
 from tests.conftest import Harness, accept_form, eventually, mcp_threads, release
 from tests.foreign.listen_tasks import ListenTasksServer
@@ -269,17 +270,17 @@ def test_a_cap_on_ids_per_stream_means_a_few_streams_and_polls_beyond(
     listen_server: Callable[..., ListenTasksServer],
 ) -> None:
     """The server takes at most 2 ids per stream: the watch learns it from the -32602, opens at
-    most MAX_STREAMS streams, and polls the rest; the tasks complete on the first stream."""
+    most MAX_CAPPED_STREAMS streams of 2, and polls the rest; the tasks complete on the first stream."""
     server = listen_server(cap=2, complete_on_listen=1, poll_ms=100)
     with mt.Client.http(server.url, timeout=10) as client:
-        tasks = [t for t in (mt.call_tool(client, "job") for _ in range(6)) if isinstance(t, mt.Status)]
+        tasks = [t for t in (mt.call_tool(client, "job") for _ in range(10)) if isinstance(t, mt.Status)]
         statuses = mt.wait_all(client, tasks, timeout=30)
         assert {s.wire_status for s in statuses} == {"completed"}
     asked = [
         len(e["params"]["notifications"]["taskIds"])
         for e in server.journal.events(lambda e: e.get("rpc") == "subscriptions/listen")
     ]
-    assert max(asked) == 6 and asked.count(1) + asked.count(2) == MAX_STREAMS
+    assert asked == [10] + [2] * MAX_CAPPED_STREAMS
 
 
 def test_a_task_the_server_forgets_ends_its_wait_with_a_clear_error(

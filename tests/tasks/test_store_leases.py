@@ -8,13 +8,15 @@ servers of tests/foreign/.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 import mcp_tasks as mt
-from mcp_tasks._store import new_holder
+from mcp_tasks._store import new_holder, store_bound
+from mcp_tasks._store._bound import STATUS_BUDGET
 from tests.conftest import Background
 from tests.foreign.listen_tasks import ListenTasksServer
 from tests.foreign.modern_http_tasks import ModernHttpTasksServer
@@ -92,6 +94,70 @@ def test_a_wait_that_cannot_take_the_lease_reads_and_does_not_answer(foreign: Mo
             mt.wait_task(client, task, timeout=0.5, poll_interval=0.02)
     assert store.refused.is_set() and asked == [] and foreign.updates == []
     assert store._leases[task.task_id][0] == other  # left as it was
+
+
+def test_a_wait_that_cannot_take_the_lease_records_no_status(listen: ListenTasksServer) -> None:
+    store = Watched()
+    with mt.Client.http(listen.url, store=store) as client:
+        task = mt.call_tool(client, "job")
+        assert isinstance(task, mt.Status)
+        other = new_holder()
+        assert store.acquire(task.task_id, other, 600)  # another machine's wait holds it: its statuses to record
+        client.call_tool("finish")
+        assert mt.wait_task(client, task, timeout=60).status is mt.TaskState.COMPLETED
+        kept = store.get(task.task_id)
+        assert kept is not None and kept.last_status == task and store.refused.is_set()  # as it was created
+        store.release(task.task_id, other)  # that wait went: the next one to see the end records it
+        assert mt.wait_task(client, task, timeout=60).status is mt.TaskState.COMPLETED
+    assert store.unfinished() == [] and store._leases == {}
+
+
+class Unfenced(MemoryTaskStore):
+    """A store of one's own from before statuses were fenced: its update takes no holder."""
+
+    def update(self, task_id: str, status: mt.Status) -> None:  # type: ignore[override]
+        super().update(task_id, status)
+
+
+def test_a_store_whose_update_takes_no_holder_still_records_and_is_said_once(
+    listen: ListenTasksServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    store: Any = Unfenced()  # not a TaskStore to a type checker: update takes no holder (as claim may be missing)
+    with caplog.at_level("WARNING", logger="mcp_tasks"), mt.Client.http(listen.url, store=store) as client:
+        tasks = [t for t in (mt.call_tool(client, "job") for _ in range(2)) if isinstance(t, mt.Status)]
+        client.call_tool("finish")
+        for task in tasks:
+            assert mt.wait_task(client, task, timeout=60).status is mt.TaskState.COMPLETED
+    said = [r.getMessage() for r in caplog.records if "holder=" in r.getMessage()]
+    assert len(said) == 1 and "Unfenced" in said[0], said
+    assert store.unfinished() == []
+
+
+class Patience(MemoryTaskStore):
+    """Notes how long each status write may wait for a busy store (the bound its caller set)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.patience: dict[str, float] = {}
+
+    def update(self, task_id: str, status: mt.Status, *, holder: str | None = None) -> None:
+        bound = store_bound()
+        self.patience[str(status.status)] = float("inf") if bound is None else bound - time.monotonic()
+        super().update(task_id, status, holder=holder)
+
+
+def test_a_tasks_end_may_wait_longer_for_a_busy_store_than_a_status_on_the_way(listen: ListenTasksServer) -> None:
+    """Eight processes taking turns at one SQLite file on a loaded machine starved an end past a
+    status's budget, and the finished task stayed unfinished (adopted, delivered twice).
+    """
+    store = Patience()
+    with mt.Client.http(listen.url, store=store) as client:
+        task = mt.call_tool(client, "job")
+        assert isinstance(task, mt.Status)
+        client.call_tool("finish")
+        assert mt.wait_task(client, task, timeout=600).status is mt.TaskState.COMPLETED
+    assert store.patience["completed"] > STATUS_BUDGET, store.patience
+    assert store.unfinished() == []
 
 
 def test_each_wait_of_a_set_takes_its_lease(listen: ListenTasksServer) -> None:
