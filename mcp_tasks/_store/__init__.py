@@ -3,7 +3,7 @@ and `SqliteTaskStore`, the store that ships. The store knows nothing of clients 
 tasks code records into it.
 """
 
-from mcp_tasks._store._bound import best_effort, store_bound, store_deadline
+from mcp_tasks._store._bound import Hurry, best_effort, on_hurry, store_bound, store_deadline
 from mcp_tasks._store._error import StoreError
 from mcp_tasks._store._forward import moves_forward
 from mcp_tasks._store._holder import holder_gone, new_holder
@@ -27,6 +27,7 @@ __all__ = [
     "INTENT_METHODS",
     "LEASE_TTL",
     "STORE_METHODS",
+    "Hurry",
     "Intent",
     "Lease",
     "NewerRecord",
@@ -46,6 +47,7 @@ __all__ = [
     "let_go",
     "moves_forward",
     "new_holder",
+    "on_hurry",
     "open_store",
     "store_bound",
     "store_deadline",

@@ -9,6 +9,8 @@ import os
 import threading
 from typing import TYPE_CHECKING, Any
 
+from mcp_tasks._store._pg_deadline import network_options
+
 if TYPE_CHECKING:
     import psycopg
     from psycopg_pool import ConnectionPool
@@ -24,7 +26,7 @@ class Pools:
     def __init__(self, conninfo: str, *, size: int, connect_timeout: int, busy_timeout: float) -> None:
         self._conninfo = conninfo
         self._size = size
-        self._connect = {"connect_timeout": connect_timeout}
+        self._connect = {"connect_timeout": connect_timeout, **network_options(conninfo)}
         self._busy_timeout = busy_timeout
         self._lock = threading.Lock()
         self._inherited: list[ConnectionPool[Conn]] = []  # a parent's pools: kept from the garbage collector

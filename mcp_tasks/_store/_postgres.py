@@ -20,6 +20,7 @@ from mcp_tasks._status import Status
 from mcp_tasks._store._bound import store_bound
 from mcp_tasks._store._error import StoreError, lease_lost
 from mcp_tasks._store._holder import holder_gone, machine_id, pid_namespace
+from mcp_tasks._store._pg_deadline import Deadlines
 from mcp_tasks._store._pg_intents import PgIntents
 from mcp_tasks._store._pg_pool import Pools
 from mcp_tasks._store._pg_schema import check_conninfo, check_schema_name, load_psycopg, migrate, pg_error, server_name
@@ -96,6 +97,7 @@ class PostgresTaskStore(PgIntents):
         self._pools = Pools(
             conninfo, size=pool_size, connect_timeout=connect["connect_timeout"], busy_timeout=busy_timeout
         )
+        self._deadlines = Deadlines(self.schema)
 
     # -- the connection ------------------------------------------------------------------------
 
@@ -105,6 +107,7 @@ class PostgresTaskStore(PgIntents):
             if self._closed:
                 return
             self._closed = True
+        self._deadlines.close()
         self._pools.close()
 
     def __enter__(self) -> PostgresTaskStore:
@@ -120,14 +123,13 @@ class PostgresTaskStore(PgIntents):
 
     def _run(self, work: Callable[[Conn], T]) -> T:
         """`work` in one transaction of a pooled connection, within `busy_timeout` or the caller's
-        bound (`store_deadline`); a serialization failure, a deadlock or a broken connection is
-        tried again in that time; any other failure is a `StoreError` naming the server.
+        bound (`store_deadline`), on the client's clock: a server silent at the deadline has its
+        connection cut (`Deadlines`); a serialization failure, a deadlock or a broken connection
+        is tried again in that time; any other failure is a `StoreError` naming the server.
         """
         import psycopg
         from psycopg_pool import PoolTimeout
 
-        if self._closed:
-            raise StoreError(f"the task store on {self.server} is closed")
         deadline = time.monotonic() + self.busy_timeout
         bound = store_bound()
         bounded = bound is not None and bound < deadline
@@ -135,14 +137,18 @@ class PostgresTaskStore(PgIntents):
             deadline = bound
         pause = 0.005
         while True:
+            if self._closed:
+                raise StoreError(f"the task store on {self.server} is closed")
             left = deadline - time.monotonic()
             try:
-                with self._pools.get().connection(timeout=max(left, 0.001)) as conn:
-                    if bounded:
-                        ms = max(int(left * 1000), LAST_TRY_MS)  # past the bound: one quick try
-                        conn.execute(f"SET LOCAL statement_timeout = {ms}")
-                    return work(conn)
-            except StoreError:
+                with (
+                    self._deadlines.watching(max(deadline, time.monotonic() + LAST_TRY_MS / 1000)) as cut,
+                    self._pools.get().connection(timeout=max(left, 0.001)) as conn,
+                ):
+                    return cut.run(conn, work, max(int(left * 1000), LAST_TRY_MS) if bounded else None)
+            except StoreError as exc:
+                if cut.fired:
+                    raise StoreError(f"the task store on {self.server}: {exc}") from None
                 raise
             except PoolTimeout as exc:
                 raise StoreError(

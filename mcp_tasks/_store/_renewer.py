@@ -18,7 +18,7 @@ from typing import Any
 
 from mcp_tasks._clock import wait_condition
 from mcp_tasks._redact import short_id
-from mcp_tasks._store._bound import store_deadline
+from mcp_tasks._store._bound import Hurry, store_deadline
 from mcp_tasks._store._protocol import TaskStore
 from mcp_tasks._threads import join_all
 
@@ -48,11 +48,14 @@ class Lease:
 class Renewer:
     """One thread that renews the leases held through it, in any store. It sleeps until the
     next lease is due, a lease is added, the last is let go, or `closing` is set (then `close()`
-    wakes it, and it renews nothing more: the waits it renewed for are ending).
+    wakes it, and it renews nothing more: the waits it renewed for are ending). Its `hurry` is
+    set by `close()` too: a renewal under way, and the store calls of the waits that follow it,
+    then end within `QUICK` seconds, whatever the store does.
     """
 
     def __init__(self, closing: threading.Event | None = None) -> None:
         self.closing = closing or threading.Event()
+        self.hurry = Hurry()
         self.leases: set[Lease] = set()
         self.wake = threading.Condition()
         self.thread: threading.Thread | None = None
@@ -87,14 +90,17 @@ class Renewer:
             if self.leases:
                 return
             thread, self.thread, self.stopping = self.thread, None, True
-        if thread is not None and thread is not threading.current_thread():
-            thread.join()
+        if thread is not None:
+            join_all([thread], RENEW_PATIENCE + 1.0)  # a renewal under way ends within RENEW_PATIENCE
 
     def close(self) -> None:
-        """Renew nothing more and end the thread (the closing signal is set)."""
+        """Renew nothing more and end the thread (the closing signal is set); the store calls
+        under way are hurried.
+        """
         with self.wake:
             self.stopping = True
             self.wake.notify_all()
+        self.hurry.set()
 
     def join(self, timeout: float = RENEW_PATIENCE + 1.0) -> None:
         """Join the thread (a renewal under way gives up on a busy store within `RENEW_PATIENCE`)."""
@@ -125,11 +131,12 @@ class Renewer:
                 if self.closing.is_set():
                     return
                 many = getattr(batch[0].store, "renew_many", None)
-                if callable(many) and len(batch) > 1:
-                    self._renew_batch(batch, many)
-                else:
-                    for lease in batch:
-                        self._renew(lease)
+                with store_deadline(None, self.hurry):
+                    if callable(many) and len(batch) > 1:
+                        self._renew_batch(batch, many)
+                    else:
+                        for lease in batch:
+                            self._renew(lease)
 
     def _due(self) -> float | None:
         """When a lease needs renewing next (on the monotonic clock; a lease lost needs nothing)."""

@@ -18,6 +18,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 import mcp_tasks._store._sqlite_batch as batch
+from mcp_tasks._clock import SLICE
 from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status
 from mcp_tasks._store._bound import store_bound
@@ -109,17 +110,18 @@ class SqliteTaskStore(SqliteIntents):
     def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """`work` in a connection of its own; a busy or locked database is retried until
         `busy_timeout` has passed, or the caller's bound (`store_deadline`: a wait's deadline) if
-        that comes first; any other failure raised as a `StoreError` naming the file.
+        that comes first, waiting for the lock `SLICE` at a time (a client closing meanwhile ends
+        it); any other failure raised as a `StoreError` naming the file.
         """
         deadline = time.monotonic() + self.busy_timeout
-        bound = store_bound()
         bounded = False
-        if bound is not None and bound < deadline:
-            deadline, bounded = bound, True
         pause = 0.005
         while True:
+            bound = store_bound()  # read again at each try: a client closing brings it forward
+            if bound is not None and bound < deadline:
+                deadline, bounded = bound, True
             try:
-                with self._connect(deadline) as db:
+                with self._connect(min(deadline, time.monotonic() + SLICE)) as db:
                     return work(db)
             except StoreError:
                 raise

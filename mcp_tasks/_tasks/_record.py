@@ -21,6 +21,7 @@ from mcp_tasks._options import UNSET
 from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status
 from mcp_tasks._store import (
+    Hurry,
     Lease,
     Renewer,
     StoreError,
@@ -200,7 +201,7 @@ def _within_deadline(method: Callable[Concatenate[Recorder, P], R]) -> Callable[
     """The store calls `method` makes give up on a busy store when the wait's deadline passes."""
 
     def bounded(recorder: Recorder, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        with store_deadline(recorder.deadline.at):
+        with store_deadline(recorder.deadline.at, recorder.hurry):
             return method(recorder, *args, **kwargs)
 
     bounded.__doc__ = method.__doc__
@@ -225,6 +226,11 @@ class Recorder:
         self.lease: Lease | None = None
         self.ends_later = False  # a group's wait: its final status is kept in `final` for `close_all`
         self.final: Status | None = None
+
+    @property
+    def hurry(self) -> Hurry | None:
+        """What ends this wait's store calls early when its client closes (its renewer's)."""
+        return self.renewer.hurry if self.renewer is not None else None
 
     def _hold(self, taken_at: float | None = None) -> None:
         assert self.store is not None
@@ -481,7 +487,7 @@ def _finish_all(ended: list[Recorder]) -> None:
         assert final is not None
         ends.append((recorder.task_id, final, recorder.holder))  # held: fenced by the store that can
     try:
-        with store_deadline(first.deadline.at), store_deadline(time.monotonic() + RELEASE_PATIENCE):
+        with store_deadline(first.deadline.at, first.hurry), store_deadline(time.monotonic() + RELEASE_PATIENCE):
             many(ends)
     except StoreError as exc:  # left unfinished in the store: a later wait (or `adopt`) reads their end again
         log.warning("could not record the end of %d tasks: %s", len(ends), exc)
@@ -500,7 +506,7 @@ def _release_all(batch: list[Recorder]) -> None:
         recorder.stop_renewing()
     leases = [(recorder.task_id, recorder.holder) for recorder in batch]
     try:
-        with store_deadline(first.deadline.at), store_deadline(time.monotonic() + RELEASE_PATIENCE):
+        with store_deadline(first.deadline.at, first.hurry), store_deadline(time.monotonic() + RELEASE_PATIENCE):
             many(leases)
     except StoreError as exc:  # the leases free themselves when this process ends or their ttl passes
         log.warning("could not free the leases of %d tasks: %s", len(leases), exc)
