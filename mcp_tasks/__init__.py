@@ -37,7 +37,16 @@ from mcp_tasks._people._display import StatusDisplay  # (registers how a Status 
 from mcp_tasks._people._progress import SetProgress, SetSnapshot
 from mcp_tasks._session._subscription import Closed, Dropped, Notification, Subscription
 from mcp_tasks._status import Status, TaskState
-from mcp_tasks._store import PostgresTaskStore, SqliteTaskStore, StoreError, TaskRef, TaskStore, open_store
+from mcp_tasks._store import (
+    Intent,
+    OutcomeUnknown,
+    PostgresTaskStore,
+    SqliteTaskStore,
+    StoreError,
+    TaskRef,
+    TaskStore,
+    open_store,
+)
 from mcp_tasks._tasks import (
     CANCEL_BUDGET,
     CallOptions,
@@ -83,6 +92,7 @@ __all__ = [
     "InputHandlers",
     "InputRequired",
     "InputStrategy",
+    "Intent",
     "InvalidStatus",
     "ManyOptions",
     "McpError",
@@ -90,6 +100,7 @@ __all__ = [
     "Notification",
     "OAuth",
     "OAuthError",
+    "OutcomeUnknown",
     "PostgresTaskStore",
     "ProtocolError",
     "RequestTimeout",

@@ -9,6 +9,8 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import attrs
+
 import mcp_tasks as mt
 from mcp_tasks._store import holder_gone, moves_forward
 from mcp_tasks._store._protocol import check_ends
@@ -23,6 +25,7 @@ class MemoryTaskStore:
         self._refs: dict[str, mt.TaskRef] = {}
         self._answers: dict[str, dict[str, tuple[Any, bool]]] = {}
         self._leases: dict[str, tuple[str, float]] = {}
+        self._intents: dict[tuple[str, str], mt.Intent] = {}
 
     def record(self, ref: mt.TaskRef) -> None:
         with self._lock:
@@ -155,3 +158,36 @@ class MemoryTaskStore:
             current = self._leases.get(task_id)
             if current is not None and current[0] == holder:
                 del self._leases[task_id]
+
+    # -- intents (optional): calls recorded before they are sent --------------------------------------
+
+    def record_intent(self, intent: mt.Intent) -> mt.Intent | None:
+        with self._lock:
+            kept = self._intents.get((intent.endpoint, intent.key))
+            if kept is None:
+                self._intents[(intent.endpoint, intent.key)] = intent
+            return kept
+
+    def join_intent(
+        self, endpoint: str, key: str, *, ref: mt.TaskRef | None = None, result: Mapping[str, Any] | None = None
+    ) -> None:
+        if ref is not None:
+            self.record(ref)  # as `record` keeps it (one lock: a store of one's own makes both one transaction)
+        with self._lock:
+            kept = self._intents.get((endpoint, key))
+            if kept is not None:
+                joined = {"task_id": ref.task_id} if ref is not None else {"result": dict(result or {})}
+                self._intents[(endpoint, key)] = attrs.evolve(kept, **joined)
+
+    def get_intent(self, endpoint: str, key: str) -> mt.Intent | None:
+        with self._lock:
+            return self._intents.get((endpoint, key))
+
+    def unrecorded_intents(self) -> list[mt.Intent]:
+        with self._lock:
+            left = [intent for intent in self._intents.values() if not intent.recorded]
+        return sorted(left, key=lambda intent: (intent.created_at, intent.endpoint, intent.key))
+
+    def forget_intent(self, endpoint: str, key: str) -> None:
+        with self._lock:
+            self._intents.pop((endpoint, key), None)

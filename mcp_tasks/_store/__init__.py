@@ -7,6 +7,7 @@ from mcp_tasks._store._bound import best_effort, store_bound, store_deadline
 from mcp_tasks._store._error import StoreError
 from mcp_tasks._store._forward import moves_forward
 from mcp_tasks._store._holder import holder_gone, new_holder
+from mcp_tasks._store._intent import INTENT_METHODS, Intent, OutcomeUnknown
 from mcp_tasks._store._open import open_store
 from mcp_tasks._store._postgres import PostgresTaskStore
 from mcp_tasks._store._protocol import (
@@ -23,10 +24,13 @@ from mcp_tasks._store._sqlite import SqliteTaskStore, default_store_path
 
 __all__ = [
     "CLAIM_METHOD",
+    "INTENT_METHODS",
     "LEASE_TTL",
     "STORE_METHODS",
+    "Intent",
     "Lease",
     "NewerRecord",
+    "OutcomeUnknown",
     "PostgresTaskStore",
     "Renewer",
     "SqliteTaskStore",

@@ -25,7 +25,7 @@ __all__ = [
     "server_name",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """The layout of the tables (the row of ``<schema>.version``); a larger one was made by a newer mcp_tasks."""
 EXTRA = "pip install 'mcp_tasks[postgres]'"
 
@@ -57,11 +57,27 @@ CREATE TABLE {s}.leases (
     holder text NOT NULL,
     expires timestamptz NOT NULL
 );
+{intents};
 INSERT INTO {s}.version VALUES ({version})
 """
 
-MIGRATIONS: dict[int, str] = {}
-"""The statements that take the tables from version N to N + 1 (none yet: version 1 is the first)."""
+_INTENTS = """
+CREATE TABLE {s}.intents (
+    endpoint text NOT NULL,
+    key text NOT NULL,
+    tool text NOT NULL,
+    digest text NOT NULL,
+    created_at double precision NOT NULL,
+    task_id text,
+    result text,
+    PRIMARY KEY (endpoint, key)
+);
+CREATE INDEX intents_unrecorded ON {s}.intents (created_at) WHERE task_id IS NULL AND result IS NULL
+"""
+"""Version 2: the calls recorded before they are sent (_pg_intents.py)."""
+
+MIGRATIONS: dict[int, str] = {1: _INTENTS}
+"""The statements that take the tables from version N to N + 1."""
 
 
 def load_psycopg() -> None:
@@ -150,7 +166,7 @@ def migrate(conn: psycopg.Connection[tuple[object, ...]], schema: str, where: st
         ).fetchall()
         tables = {str(row[0]) for row in rows}
         if not tables:
-            conn.execute(_CREATE.format(s=quoted, version=SCHEMA_VERSION).encode())
+            conn.execute(_CREATE.format(s=quoted, version=SCHEMA_VERSION, intents=_INTENTS.format(s=quoted)).encode())
             return
         if "version" not in tables or not set(_TABLES) <= tables:
             shown = ", ".join(sorted(tables)[:5])

@@ -20,6 +20,7 @@ from mcp_tasks._status import Status
 from mcp_tasks._store._bound import store_bound
 from mcp_tasks._store._error import StoreError, lease_lost
 from mcp_tasks._store._holder import holder_gone, machine_id, pid_namespace
+from mcp_tasks._store._pg_intents import PgIntents
 from mcp_tasks._store._pg_pool import Pools
 from mcp_tasks._store._pg_schema import check_conninfo, check_schema_name, load_psycopg, migrate, pg_error, server_name
 from mcp_tasks._store._protocol import LEASE_TTL, check_ends, check_lease_ttl, claim_limit
@@ -41,7 +42,7 @@ LAST_TRY_MS = 100  # what a call whose caller's bound has (all but) passed still
 _RETRIED = ("40001", "40P01")  # serialization failure, deadlock detected: tried again
 
 
-class PostgresTaskStore:
+class PostgresTaskStore(PgIntents):
     """A `TaskStore` on PostgreSQL, for the processes of many machines: its tables live in
     `schema` (created, and migrated, on first use; versioned), reached through a pool of up to
     `pool_size` connections (safe for many threads). `conninfo` is a libpq connection string or

@@ -26,6 +26,7 @@ from mcp_tasks._store._holder import holder_gone
 from mcp_tasks._store._protocol import LEASE_TTL, check_ends, check_lease_ttl, claim_limit
 from mcp_tasks._store._ref import TaskRef
 from mcp_tasks._store._sqlite_file import SCHEMA, STORE_ENV, TABLES, check_layout, default_store_path
+from mcp_tasks._store._sqlite_intents import SqliteIntents
 
 __all__ = ["SCHEMA", "STORE_ENV", "SqliteTaskStore", "StoreError", "default_store_path"]
 
@@ -41,7 +42,7 @@ def _busy(exc: sqlite3.Error) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
 
 
-class SqliteTaskStore:
+class SqliteTaskStore(SqliteIntents):
     """A `TaskStore` in one SQLite file: `path`, or `default_store_path()` (created owner-only:
     mode 0600 in a 0700 folder). Safe for many threads and many processes of one machine: WAL
     mode, one short transaction per method, a busy database retried for up to `busy_timeout`

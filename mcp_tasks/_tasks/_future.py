@@ -31,11 +31,13 @@ class SubmitOptions(TypedDict, total=False):
     ``future.result(timeout=...)`` one). `on_status` runs in the driver's thread, `input` (and
     the `on_status` of what it answers) on one of its input workers.
     `store` (the client's when left out) records the statuses and keeps the answers' ledger and
-    the task's lease, as for `wait_task`.
+    the task's lease, as for `wait_task`. `key`: the call's idempotency key (see `call_tool`): a
+    key already recorded binds the future to that call's task (or its kept result).
     """
 
     timeout: float | None
     meta: Mapping[str, Any] | None
+    key: str | None
     poll_interval: float
     min_poll_interval: float
     request_timeout: float | None
@@ -61,8 +63,9 @@ def submit(
     wait_options: dict[str, Any] = dict(options)
     timeout: Any = wait_options.pop("timeout", UNSET)  # the call's; checked by call_tool
     meta: Any = wait_options.pop("meta", None)
+    key: Any = wait_options.pop("key", None)
     settings, listen = settings_of({**wait_options, "timeout": None}, "submit")
-    called = call_tool(client, name, arguments, timeout=timeout, meta=meta)
+    called = call_tool(client, name, arguments, timeout=timeout, meta=meta, key=key)
     if isinstance(called, dict):
         future = TaskFuture(client, None)
         follow_future(settings.on_status, future)  # a display of the batch counts it
@@ -79,11 +82,11 @@ def submit(
 def bind_future(client: Client, status: Status, **options: Unpack[SubmitOptions]) -> TaskFuture:
     """A `TaskFuture` for a task that exists already (`status`, as read or kept in a store),
     resolved by the client's futures driver as `submit`'s are (options: `SubmitOptions` but
-    `timeout` and `meta`, which are the call's). For code that follows tasks it did not create.
+    `timeout`, `meta` and `key`, which are the call's). For code that follows tasks it did not create.
     """
     if not isinstance(status, Status):
         raise TypeError(f"bind_future() takes a Status, got {type(status).__name__}")
-    for name in ("timeout", "meta"):
+    for name in ("timeout", "meta", "key"):
         if name in options:
             raise TypeError(f"bind_future() got an unexpected keyword argument {name!r}")
     settings, listen = settings_of({**options, "timeout": None}, "bind_future")

@@ -8,11 +8,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from mcp_tasks._clock import Deadline
-from mcp_tasks._errors import InputRequired, TaskCancelled, TaskFailed
+from mcp_tasks._errors import InputRequired, McpError, ProtocolError, TaskCancelled, TaskFailed, TransportError
 from mcp_tasks._options import UNSET, check_meta, resolve_timeout
 from mcp_tasks._status import Status, TaskState
+from mcp_tasks._store import Intent
 from mcp_tasks._tasks._asked import remember_tool
 from mcp_tasks._tasks._failed import FailedWait
+from mcp_tasks._tasks._intent import Started, abandon, begin, joined, kept_status
 from mcp_tasks._tasks._protocol import TaskProtocol, protocol_of
 from mcp_tasks._tasks._record import record_created, record_status, store_of
 
@@ -76,11 +78,19 @@ def call_tool(
     *,
     timeout: float | None = UNSET,
     meta: Mapping[str, Any] | None = None,
+    key: str | None = None,
 ) -> Status | dict[str, Any]:
     """Call a tool with tasks declared: a `Status` when the server made it a task, the
     CallToolResult dict when the tool ran synchronously. On a 2025-11-25 session the call is
     task-augmented (``params.task``) when the server and the tool's ``execution.taskSupport``
     allow it, and the Status has ``era == "legacy"``. `timeout` bounds it all, negotiation included.
+
+    On a store-backed client the call is recorded before it is sent (a store that cannot take it
+    by the deadline raises `StoreError`, and nothing is sent), and its task id (or its result)
+    joins the record when the answer comes. `key`: the caller's idempotency key (one per call, on
+    one store and endpoint): a key already recorded returns that call's task (its last status
+    kept) or its kept result, never calling the tool again; `OutcomeUnknown` when that call's
+    task id was never recorded; `ValueError` when the key was used for another tool or arguments.
     """
     if not isinstance(name, str) or not name:
         raise ValueError(f"tool name must be a non-empty string, got {name!r}")
@@ -88,11 +98,43 @@ def call_tool(
         raise TypeError(f"arguments must be a dict or None, got {type(arguments).__name__}")
     check_meta(meta)
     protocol, deadline = _start(client, timeout)
-    called = protocol.create(name, arguments, deadline, meta)
+    begun = begin(client, name, arguments, key, deadline)  # before anything is sent
+    if begun is not None and not isinstance(begun, Started):
+        return _again(client, protocol, begun, deadline, meta)
+    try:
+        called = protocol.create(name, arguments, deadline, meta)
+    except (TransportError, ProtocolError):
+        raise  # it may have reached the server: its intent stays, started with no id
+    except McpError:
+        if begun is not None:
+            abandon(begun, deadline)  # the server refused it: nothing was made
+        raise
     if isinstance(called, Status):
         remember_tool(client, called.task_id, name)  # its questions name it
+    if begun is not None:
+        joined(client, begun, deadline, called, name)
+    elif isinstance(called, Status):
         record_created(client, called, name, store_of(client), deadline)
     return called
+
+
+def _again(
+    client: Client, protocol: TaskProtocol, intent: Intent, deadline: Deadline, meta: Mapping[str, Any] | None
+) -> Status | dict[str, Any]:
+    """The call `intent` recorded under the caller's key, followed instead of made again: its
+    kept result, or its task's status (the one the store keeps, else read from the server).
+    """
+    if intent.result is not None:
+        return dict(intent.result)
+    store = store_of(client)
+    assert store is not None
+    status = kept_status(store, intent, deadline)  # OutcomeUnknown when its id was never recorded
+    assert intent.task_id is not None
+    if status is None:
+        status = protocol.read(intent.task_id, deadline, protocol.meta(meta))
+        record_status(status, store, deadline)
+    remember_tool(client, intent.task_id, intent.tool)
+    return status
 
 
 def get_task(

@@ -84,10 +84,13 @@ def checked(
 
 
 class CallOptions(TypedDict, total=False):
-    """The options of the ``tools/call`` that `call_and_await` sends."""
+    """The options of the ``tools/call`` that `call_and_await` sends (`key`: its idempotency key,
+    see `call_tool`).
+    """
 
     timeout: float | None
     meta: Mapping[str, Any] | None
+    key: str | None
 
 
 def _call_options(value: object) -> CallOptions:
@@ -97,7 +100,7 @@ def _call_options(value: object) -> CallOptions:
         raise TypeError(f"call_and_await(): call_opts must be a dict or None, got {type(value).__name__}")
     unknown = sorted(set(value) - set(CallOptions.__annotations__))
     if unknown:
-        raise TypeError(f"call_and_await(): unknown call_opts {', '.join(map(repr, unknown))} (use timeout, meta)")
+        raise TypeError(f"call_and_await(): unknown call_opts {', '.join(map(repr, unknown))} (use timeout, meta, key)")
     return cast(CallOptions, value)
 
 
@@ -112,7 +115,7 @@ def call_and_await(
 ) -> dict[str, Any]:
     """Call a tool and, if the server made it a task, wait for its result.
 
-    `call_opts` go to the ``tools/call`` (``timeout``, ``meta``: see `CallOptions`); the other
+    `call_opts` go to the ``tools/call`` (``timeout``, ``meta``, ``key``: see `CallOptions`); the other
     options are `wait_task`'s, whose `timeout` bounds the wait only. A tool that ran synchronously
     returns its result at once. With ``raise_on_error=True``, a result with ``isError: true``
     (the tool's own error, such as an unknown tool name) raises `ToolError` instead.
@@ -122,7 +125,9 @@ def call_and_await(
     check_raise_on_error(raise_on_error)
     settings = WaitSettings.of(options, "call_and_await")  # bad options fail before the call is sent
     call = _call_options(call_opts)
-    called = call_tool(client, name, arguments, timeout=call.get("timeout", UNSET), meta=call.get("meta"))
+    called = call_tool(
+        client, name, arguments, timeout=call.get("timeout", UNSET), meta=call.get("meta"), key=call.get("key")
+    )
     if isinstance(called, Status):
         final = _run(client, called, settings)
         return checked(outcome(final), raise_on_error, final, name)

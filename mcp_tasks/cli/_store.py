@@ -16,7 +16,7 @@ from typing import IO, Any, Literal
 
 from mcp_tasks._printable import printable
 from mcp_tasks._redact import shown_endpoint
-from mcp_tasks._store import TaskRef, TaskStore, default_store_path
+from mcp_tasks._store import Intent, TaskRef, TaskStore, default_store_path
 from mcp_tasks._store import open_store as open_location
 from mcp_tasks._store._error import StoreError
 from mcp_tasks._store._sqlite import STORE_ENV
@@ -160,16 +160,43 @@ def _age(seconds: float) -> str:
     return f"{seconds / 86400:.0f}d"
 
 
+NEVER_RECORDED = "started, id never recorded"
+"""What the listings say of a call whose intent its task id never joined (its outcome is unknown)."""
+
+
+def _unrecorded(store: TaskStore) -> list[Intent]:
+    """The calls started whose id was never recorded (none from a store without intents)."""
+    listing = getattr(store, "unrecorded_intents", None)
+    return list(listing()) if callable(listing) else []
+
+
+def _listed_intent(intent: Intent) -> dict[str, Any]:
+    """An intent never joined as ``tasks --json`` shows it: no task id, the call's key instead."""
+    return {
+        "endpoint": intent.endpoint,
+        "taskId": None,
+        "key": intent.key,
+        "tool": intent.tool,
+        "createdAt": iso_time(intent.created_at),
+        "lastStatus": None,
+        "started": NEVER_RECORDED,
+    }
+
+
 def list_tasks(store: TaskStore, out: IO[str], *, form: Literal["table", "json", "jsonl"] = "table") -> int:
     """Write the store's unfinished tasks to `out`, oldest first: a table (id in both-ends form,
     tool, endpoint, age, last status), one JSON array (``json``: full ids, times in ISO 8601 UTC),
-    or each task's JSON on a line of its own (``jsonl``). Returns how many.
+    or each task's JSON on a line of its own (``jsonl``); then the calls started whose task id was
+    never recorded (``started, id never recorded``, with their key; ``taskId`` null in JSON).
+    Returns how many.
     """
     refs = store.unfinished()
+    intents = _unrecorded(store)
+    listed = [_listed(ref) for ref in refs] + [_listed_intent(intent) for intent in intents]
     if form == "json":
-        out.write(json.dumps([_listed(ref) for ref in refs], ensure_ascii=False, indent=2) + "\n")
+        out.write(json.dumps(listed, ensure_ascii=False, indent=2) + "\n")
     elif form == "jsonl":
-        out.writelines(json.dumps(_listed(ref), ensure_ascii=False) + "\n" for ref in refs)
+        out.writelines(json.dumps(entry, ensure_ascii=False) + "\n" for entry in listed)
     now = time.time()
     shown = shown_ids(ref.task_id for ref in refs)
     rows = []
@@ -177,6 +204,9 @@ def list_tasks(store: TaskStore, out: IO[str], *, form: Literal["table", "json",
         status = ref.last_status.wire_status if ref.last_status is not None else "-"
         cells = (shown[ref.task_id], ref.tool or "-", shown_endpoint(ref.endpoint), _age(now - ref.created_at), status)
         rows.append(tuple(printable(cell) for cell in cells))
+    for intent in intents:
+        key, endpoint, age = f"key {intent.key}", shown_endpoint(intent.endpoint), _age(now - intent.created_at)
+        rows.append(tuple(printable(cell) for cell in (key, intent.tool, endpoint, age, NEVER_RECORDED)))
     if form == "table":
         if not rows:
             out.write(f"no unfinished tasks in {where(store)}\n")
@@ -188,4 +218,4 @@ def list_tasks(store: TaskStore, out: IO[str], *, form: Literal["table", "json",
                 "  ".join(cell.ljust(width) for cell, width in zip(row[:4], widths, strict=True)) + "  " + row[4] + "\n"
             )
     out.flush()
-    return len(refs)
+    return len(listed)

@@ -53,7 +53,7 @@ def closed_port() -> int:
 def test_its_tables_are_made_once_in_a_schema_of_their_own(pg_url: str) -> None:
     with mt.PostgresTaskStore(pg_url) as store:
         store.record(ref())
-    assert tables(pg_url) == ["answers", "leases", "tasks", "version"]
+    assert tables(pg_url) == ["answers", "intents", "leases", "tasks", "version"]
     with mt.PostgresTaskStore(pg_url) as again, mt.PostgresTaskStore(pg_url, schema="other_app") as other:
         assert again.get(TASK) == ref() and other.get(TASK) is None  # each schema its own store
     assert "other_app" in schemas(pg_url)
@@ -71,7 +71,7 @@ def test_stores_opened_at_once_make_the_tables_once(pg_url: str) -> None:
     ]
     errors = [p.communicate()[1] for p in opening]
     assert [p.returncode for p in opening] == [0] * 4, errors
-    assert tables(pg_url) == ["answers", "leases", "tasks", "version"]
+    assert tables(pg_url) == ["answers", "intents", "leases", "tasks", "version"]
 
 
 def test_closed_it_says_so_and_leaves_no_thread(pg_url: str) -> None:
@@ -176,7 +176,7 @@ def test_a_schema_of_a_newer_version_or_of_another_program_is_named_and_kept(pg_
         store.record(ref())
     with psycopg.connect(pg_url) as conn:
         conn.execute("UPDATE mcp_tasks.version SET version = 99")
-    with pytest.raises(mt.StoreError, match=r"newer mcp_tasks \(version 99; this one reads 1\)"):
+    with pytest.raises(mt.StoreError, match=r"newer mcp_tasks \(version 99; this one reads 2\)"):
         mt.PostgresTaskStore(pg_url)
     with psycopg.connect(pg_url) as conn:
         assert conn.execute("SELECT count(*) FROM mcp_tasks.tasks").fetchone() == (1,)  # nothing lost
@@ -184,6 +184,19 @@ def test_a_schema_of_a_newer_version_or_of_another_program_is_named_and_kept(pg_
     with pytest.raises(mt.StoreError, match=r"schema billing .*is not a task store's.*left as it is"):
         mt.PostgresTaskStore(pg_url, schema="billing")
     assert tables(pg_url, "billing") == ["tasks"]
+
+
+def test_a_schema_of_version_1_is_migrated_to_keep_intents_and_keeps_its_tasks(pg_url: str) -> None:
+    with mt.PostgresTaskStore(pg_url) as store:
+        store.record(ref())
+    with psycopg.connect(pg_url) as conn:  # as mcp_tasks made it before intents
+        conn.execute("DROP TABLE mcp_tasks.intents; UPDATE mcp_tasks.version SET version = 1")
+    with mt.PostgresTaskStore(pg_url) as store:
+        assert store.get(TASK) == ref()
+        assert store.record_intent(mt.Intent("http://h/mcp", "k", "export", "d" * 64)) is None
+        assert [intent.key for intent in store.unrecorded_intents()] == ["k"]
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT version FROM mcp_tasks.version").fetchone() == (2,)
 
 
 def test_a_call_kept_waiting_by_a_lock_ends_at_the_callers_deadline(

@@ -862,3 +862,54 @@ def test_finish_many_refuses_an_end_that_is_not_one_and_writes_nothing(store: mt
     with pytest.raises(TypeError, match=r"\(task_id, Status, holder\) tuple, got \('str', 'dict', 'NoneType'\)"):
         many.finish_many([("t-1", {"status": "completed"}, None)])
     assert [r.task_id for r in store.unfinished()] == ["t-1", "t-2"]
+
+
+# -- intents: calls recorded before they are sent (optional methods, here on all three) -------------
+
+ENDPOINT = "http://127.0.0.1:9/mcp"
+
+
+def intent(key: str = "order-7", created_at: float = 1000.0, endpoint: str = ENDPOINT) -> mt.Intent:
+    return mt.Intent(endpoint, key, "export", "d" * 64, created_at)
+
+
+def test_an_intent_is_kept_once_per_endpoint_and_key(store: Any) -> None:
+    assert store.record_intent(intent()) is None
+    again = store.record_intent(attrs.evolve(intent(), tool="other", created_at=2000.0))
+    assert again == intent()  # the one kept, left as it was
+    assert store.record_intent(intent(endpoint="http://127.0.0.1:9/other")) is None  # another endpoint's key
+    assert store.get_intent(ENDPOINT, "order-7") == intent()
+    assert store.get_intent(ENDPOINT, "nope") is None
+
+
+def test_an_intent_never_joined_is_listed_as_started(store: Any) -> None:
+    store.record_intent(intent("b", created_at=2000.0))
+    store.record_intent(intent("a", created_at=1000.0))
+    listed = store.unrecorded_intents()
+    assert [entry.key for entry in listed] == ["a", "b"]  # oldest first
+    assert not listed[0].recorded and "started, id never recorded" in repr(listed[0])
+    assert store.unfinished() == []  # a task list of ids only
+
+
+def test_a_task_id_joins_its_intent_with_its_ref(store: Any) -> None:
+    store.record_intent(intent())
+    store.join_intent(ENDPOINT, "order-7", ref=ref())
+    assert store.unrecorded_intents() == []
+    assert store.get_intent(ENDPOINT, "order-7").task_id == TASK
+    assert store.get(TASK) == ref() and store.unfinished() == [ref()]
+
+
+def test_an_immediate_result_joins_its_intent(store: Any) -> None:
+    store.record_intent(intent())
+    store.join_intent(ENDPOINT, "order-7", result={"content": [{"type": "text", "text": "ünï"}]})
+    kept = store.get_intent(ENDPOINT, "order-7")
+    assert kept.recorded and kept.task_id is None
+    assert kept.result == {"content": [{"type": "text", "text": "ünï"}]}
+    assert store.unrecorded_intents() == [] and store.unfinished() == []
+
+
+def test_a_forgotten_intent_is_gone_and_its_key_free(store: Any) -> None:
+    store.record_intent(intent())
+    store.forget_intent(ENDPOINT, "order-7")
+    assert store.get_intent(ENDPOINT, "order-7") is None and store.unrecorded_intents() == []
+    assert store.record_intent(intent()) is None

@@ -128,10 +128,13 @@ def test_a_store_that_fails_does_not_lose_the_task(harness: Harness, caplog: pyt
         def record(self, ref: mt.TaskRef) -> None:
             raise mt.StoreError("cannot use the task store /nowhere: disk full")
 
+        def join_intent(self, *args: Any, **kwargs: Any) -> None:  # its intent was written, then the disk filled
+            raise mt.StoreError("cannot use the task store /nowhere: disk full")
+
     client = harness.client(store=Broken())
     task = mt.call_tool(client, "slow_compute")
     assert isinstance(task, mt.Status)  # the caller still has its task
-    assert "could not record its creation" in caplog.text and task.task_id not in caplog.text
+    assert "could not record its id with its call" in caplog.text and task.task_id not in caplog.text
 
 
 # -- the ledger ------------------------------------------------------------------------------------
@@ -382,25 +385,27 @@ def test_store_as_a_wait_option_keeps_the_ledger(foreign: ModernHttpTasksServer)
     assert store.unacknowledged(task.task_id) == {}
 
 
-def test_a_task_created_on_a_busy_store_is_returned_at_the_calls_deadline(
+def test_a_call_on_a_busy_store_fails_at_its_deadline_and_a_read_goes_unrecorded(
     foreign: ModernHttpTasksServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     store = mt.SqliteTaskStore(tmp_path / "tasks.sqlite3", busy_timeout=20)
     with mt.Client.http(foreign.url, store=store) as client:
+        task = mt.call_tool(client, "hold", timeout=10)
+        assert isinstance(task, mt.Status)
         other = _lock(store)
         try:
             started = time.monotonic()
             with caplog.at_level("WARNING", logger="mcp_tasks"):
-                task = mt.call_tool(client, "hold", timeout=2)
-                assert isinstance(task, mt.Status)  # the caller has its task
-                status = mt.get_task(client, task, timeout=1)
+                with pytest.raises(mt.StoreError, match="deadline"):  # its intent could not be written: not sent
+                    mt.call_tool(client, "hold", timeout=2)
+                status = mt.get_task(client, task, timeout=1)  # a status read goes unrecorded
             assert time.monotonic() - started < 10  # the calls' 3 s, not the store's 2 x 20 s
         finally:
             other.execute("ROLLBACK")
             other.close()
     assert status.task_id == task.task_id
     said = [record.getMessage() for record in caplog.records]
-    assert sum(str(store.path) in text and "deadline" in text for text in said) == 2
+    assert sum(str(store.path) in text and "deadline" in text for text in said) == 1
 
 
 def test_a_wait_whose_store_turns_busy_ends_at_its_deadline_lease_and_all(
