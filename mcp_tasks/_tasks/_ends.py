@@ -73,7 +73,8 @@ class PendingEnds:
         log.warning("task %s: its end is kept, to be recorded when the store is back", short_id(end.task_id))
         with self.wake:
             self.pending.append(end)
-            if not self.running and not self.stopping:
+            alive = any(thread.is_alive() for thread in self.threads)  # none in a forked child
+            if not self.stopping and not (self.running and alive):
                 self.running = True
                 self.threads = [thread for thread in self.threads if thread.is_alive()]
                 self.threads.append(start_thread("ends", lambda: contextvars.Context().run(self._loop)))
