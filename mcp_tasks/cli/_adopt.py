@@ -5,14 +5,19 @@ nobody follows (`adopt`), follows them to their ends and writes one line per tas
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import signal
 import sys
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
+from types import FrameType
 from typing import IO, TYPE_CHECKING, Any
 
 from mcp_tasks._errors import McpError
 from mcp_tasks._redact import short_id
 from mcp_tasks._tasks import TaskFuture, adopt
+from mcp_tasks.cli._help import HelpFormatter
 from mcp_tasks.cli._store import add_store_option, open_store
 
 if TYPE_CHECKING:
@@ -21,10 +26,17 @@ if TYPE_CHECKING:
 __all__ = ["add_adopt_command", "run_adopt"]
 
 DESCRIPTION = """\
-Follow the tasks of the task store that nobody follows (their process died, or their lease lapsed):
-claim them (two workers never get the same task), wait for each to its end, record the end and free
-its lease. One line per task on stdout as it ends: its short id and outcome (with --json, a JSON
-object with the full id). With --timeout, the tasks still running then are freed for another worker.
+Follow the tasks of the task store that nobody follows (their process died, or their lease
+lapsed), one pass: claim them (two workers never get the same task), wait for each to its end,
+record the end and free its lease. One line per task on stdout as it ends, its short id and
+outcome (with --json, a JSON object with the full id). With --timeout, the tasks still running
+then are freed for another worker.
+
+With --forever, a worker that runs until stopped: it claims while it follows (an orphan is
+claimed within about a second of its lease lapsing), holds at most --limit tasks at once, rides
+out store outages (one warning when one begins, one line when it ends), and on Ctrl-C or SIGTERM
+frees the leases it holds for another worker and exits.
+
 Exit 0 when every task adopted completed, 3 otherwise."""
 
 
@@ -35,9 +47,20 @@ def add_adopt_command(commands: Any, parents: list[argparse.ArgumentParser]) -> 
         parents=parents,
         help="follow the store's tasks that nobody follows to their ends",
         description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
-    parser.add_argument("--limit", type=int, default=None, metavar="N", help="claim at most N tasks (default: all)")
+    parser.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        metavar="N",
+        help="claim (with --forever: hold) at most N tasks (default: all)",
+    )
+    parser.add_argument(
+        "--forever",
+        action="store_true",
+        help="keep claiming until Ctrl-C or SIGTERM, which free the leases held (default: one pass)",
+    )
     add_store_option(parser)
     parser.set_defaults(target="https://")  # its clients are HTTP(S) ones, as --oauth and --header ask
 
@@ -56,16 +79,43 @@ def run_adopt(
         limit=args.limit,
         auth=auth,
         headers=headers,
+        forever=bool(args.forever),
         timeout=args.timeout,
         poll_interval=args.poll_interval,
         listen=True if args.listen else None,
     )
-    for future in adopted:
-        line, completed = _line(future, bool(args.json))
-        missed += not completed
-        out.write(line + "\n")
-        out.flush()
+    with contextlib.closing(adopted), _stopped_by_sigterm(bool(args.forever)):
+        try:
+            for future in adopted:
+                line, completed = _line(future, bool(args.json))
+                missed += not completed
+                out.write(line + "\n")
+                out.flush()
+        except KeyboardInterrupt:
+            if not args.forever:
+                raise
+            adopted.close()  # the leases held are freed before the process ends
+            sys.stderr.write("adopt: stopped; the tasks still running were freed for another worker\n")
     return missed
+
+
+@contextlib.contextmanager
+def _stopped_by_sigterm(forever: bool) -> Iterator[None]:
+    """While a for-ever worker runs, SIGTERM stops it as Ctrl-C does (a KeyboardInterrupt in
+    the main thread: the orderly stop that frees its leases). The handler before is put back.
+    """
+    if not forever or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    before = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 def _line(future: TaskFuture, as_json: bool) -> tuple[str, bool]:

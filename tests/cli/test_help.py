@@ -22,7 +22,7 @@ from mcp_tasks.cli._help import fill
 
 ROOT = Path(__file__).resolve().parents[2]
 WIDTHS = [40, 80, 200]
-COMMANDS = [[], ["call"], ["wait"], ["get"], ["cancel"], ["tools"], ["tasks"], ["demo"]]
+COMMANDS = [[], ["call"], ["wait"], ["get"], ["cancel"], ["tools"], ["tasks"], ["adopt"], ["demo"]]
 
 
 def help_at(columns: int, *command: str, env_columns: str | None = None) -> str:
@@ -120,6 +120,12 @@ def test_the_top_level_usage_and_the_tables_keep_their_shape(helps: dict[tuple[i
     narrow = helps[(40, "call")]
     assert "\n  http://host:port/mcp\n      a Streamable HTTP server\n" in narrow  # too narrow for two columns
     assert "\n  130  interrupted (Ctrl-C)\n" in narrow
+
+
+def test_adopt_help_offers_the_worker_that_runs_for_ever(helps: dict[tuple[int, str], str]) -> None:
+    shown = " ".join(words(helps[(200, "adopt")]))
+    assert "--forever" in shown and "keep claiming until Ctrl-C or SIGTERM" in shown
+    assert "on Ctrl-C or SIGTERM frees the leases it holds for another worker" in shown
 
 
 def test_columns_in_the_environment_sets_the_width() -> None:
