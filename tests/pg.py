@@ -95,6 +95,10 @@ class Cluster:
             "UTF8",
             "--no-sync",
         )
+        self.resume()
+
+    def resume(self) -> None:
+        """Start the server of a cluster made by `start` (again, after `stop`)."""
         options = f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.folder} -c fsync=off -c max_connections=200"
         self._run(
             find_binary("pg_ctl"), "-D", str(self.folder / "data"), "-l", str(self.folder / "server.log"),

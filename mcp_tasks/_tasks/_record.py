@@ -33,10 +33,12 @@ from mcp_tasks._store import (
     new_holder,
     store_deadline,
 )
+from mcp_tasks._tasks._ends import PendingEnd
 
 if TYPE_CHECKING:
     from mcp_tasks._client import Client
     from mcp_tasks._session._channel import Channel
+    from mcp_tasks._tasks._ends import PendingEnds
 
 __all__ = [
     "RESUMING",
@@ -90,11 +92,14 @@ def endpoint_of(channel: Channel) -> str:
     return f"direct:{name if isinstance(name, str) and name else 'server'}"
 
 
-def _kept(what: str, task_id: str, work: Callable[[], object]) -> None:
+def _kept(what: str, task_id: str, work: Callable[[], object]) -> bool:
+    """Whether `work` recorded `what` (a store that failed is said, and the task goes on)."""
     try:
         work()
     except StoreError as exc:  # the task itself is fine: say so, and go on without the record
         log.warning("task %s: could not record %s: %s", short_id(task_id), what, exc)
+        return False
+    return True
 
 
 def record_created(
@@ -162,15 +167,15 @@ def fenced(store: TaskStore) -> bool:
 
 def record_status(
     status: Status, store: TaskStore | None, deadline: Deadline | None = None, holder: str | None = None
-) -> None:
+) -> bool:
     """Make `status` its task's last status in the store (which keeps it only if it moves the
     record forward): best effort, a busy store is given `STATUS_BUDGET` seconds (`END_BUDGET` for
     a task's end, which a fleet must not lose; less, to the call's `deadline`), then the status
-    goes unrecorded, with a warning. With `holder`, fenced by its lease where the store can
-    (nothing written once another holds it).
+    goes unrecorded, with a warning (False). With `holder`, fenced by its lease where the store
+    can (nothing written once another holds it).
     """
     if store is None:
-        return
+        return True
     fence = holder is not None and fenced(store)
 
     def update() -> None:
@@ -180,7 +185,7 @@ def record_status(
             store.update(status.task_id, status)
 
     with store_deadline(deadline.at if deadline is not None else None), best_effort(end=status.terminal):
-        _kept("its end" if status.terminal else "its status", status.task_id, update)
+        return _kept("its end" if status.terminal else "its status", status.task_id, update)
 
 
 @attrs.frozen
@@ -215,12 +220,18 @@ class Recorder:
     """
 
     def __init__(
-        self, store: TaskStore | None, task_id: str, deadline: Deadline | None = None, renewer: Renewer | None = None
+        self,
+        store: TaskStore | None,
+        task_id: str,
+        deadline: Deadline | None = None,
+        renewer: Renewer | None = None,
+        ends: PendingEnds | None = None,
     ) -> None:
         self.store = store
         self.task_id = task_id
         self.deadline = deadline or Deadline.never()
         self.renewer = renewer
+        self.ends = ends  # the client's ends the store could not record yet (none: such an end is forgotten)
         self.holder = new_holder()
         self.ttl = lease_ttl_of(store)
         self.lease: Lease | None = None
@@ -281,15 +292,29 @@ class Recorder:
             return
         if self.store is None:
             return
-        if self.holding or (status.terminal and self._take_to_end()):
-            record_status(status, self.store, holder=self.holder)
-        else:
+        held = self.holding or (self._take_to_end() if status.terminal else False)
+        if held and not record_status(status, self.store, holder=self.holder) and status.terminal:
+            held = None
+        if held is None and self.ends is not None:
+            self._leave_end(status)
+            return
+        if not held:
             log.debug("task %s is leased by another wait: its status is that one's to record", short_id(self.task_id))
         if status.terminal:
             _kept("its answers", self.task_id, self._settle)
 
-    def _take_to_end(self) -> bool:
-        """Take the lease of a task this wait saw end, when nobody holds it (best effort)."""
+    def _leave_end(self, status: Status) -> None:
+        """An end the store could not record goes to the client's pending ends, with the lease
+        (still renewed, and no longer this wait's to free).
+        """
+        assert self.store is not None and self.ends is not None
+        lease, self.lease = self.lease, None
+        self.ends.keep(PendingEnd(self.store, self.task_id, status, self.holder, self.ttl, fenced(self.store), lease))
+
+    def _take_to_end(self) -> bool | None:
+        """Take the lease of a task this wait saw end, when nobody holds it (best effort; None:
+        the store failed).
+        """
         assert self.store is not None
         self.stop_renewing()  # a lease it lost is not renewed twice
         try:
@@ -297,7 +322,7 @@ class Recorder:
                 taken = self.store.acquire(self.task_id, self.holder, self.ttl)
         except StoreError as exc:  # as a failed end's record is said
             log.warning("task %s: could not record its end (nor take its lease to): %s", short_id(self.task_id), exc)
-            return False
+            return None
         if taken:
             self._hold()
         return taken
@@ -489,8 +514,12 @@ def _finish_all(ended: list[Recorder]) -> None:
     try:
         with store_deadline(first.deadline.at, first.hurry), store_deadline(time.monotonic() + RELEASE_PATIENCE):
             many(ends)
-    except StoreError as exc:  # left unfinished in the store: a later wait (or `adopt`) reads their end again
+    except StoreError as exc:  # kept by the client to record later, else a later `adopt` reads them again
         log.warning("could not record the end of %d tasks: %s", len(ends), exc)
+        fence = fenced(first.store)
+        for recorder, (task_id, final, holder) in zip(ended, ends, strict=True):
+            if recorder.ends is not None:  # its lease (no longer renewed) is taken again when lost
+                recorder.ends.keep(PendingEnd(first.store, task_id, final, holder, recorder.ttl, fence))
 
 
 def _release_all(batch: list[Recorder]) -> None:

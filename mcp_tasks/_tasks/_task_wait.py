@@ -25,6 +25,7 @@ from mcp_tasks._redact import short_id
 from mcp_tasks._session._dispatch import error_response
 from mcp_tasks._session._turns import Until, waiting_until
 from mcp_tasks._status import Status, TaskState
+from mcp_tasks._tasks._ends import ends_of
 from mcp_tasks._tasks._options import WaitSettings
 from mcp_tasks._tasks._protocol import TaskProtocol, protocol_of
 from mcp_tasks._tasks._record import Recorder, renewer_of, store_of
@@ -81,7 +82,9 @@ class TaskWait:
         self.protocol: TaskProtocol = self._bounded(lambda step: protocol_of(client.channel, step))
         self.meta = self.protocol.meta()  # merged once for every request of the wait
         store = store_of(client, settings.store)
-        self.recorder = Recorder(store, task_id, self.deadline, renewer_of(client.channel) if store else None)
+        renewer = renewer_of(client.channel) if store else None
+        ends = ends_of(client.channel, renewer) if renewer is not None else None  # an end the store refused, kept
+        self.recorder = Recorder(store, task_id, self.deadline, renewer, ends)
 
     # -- entry --------------------------------------------------------------------------------
 

@@ -1,0 +1,170 @@
+"""Ends the store could not record stay with the client: a task's end (its terminal status, the
+settlement of its answers, the release of its lease) that a stopped or locked store refused is
+kept here, its lease kept too, and recorded once the store is back: retried with backoff by one
+thread (``mcp_tasks-ends``, started while an end is pending) while the client lives, and once
+more, within `CLOSE_PATIENCE`, when it closes. Forgotten instead, a later `adopt` would deliver
+the task a second time.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING
+
+import attrs
+
+from mcp_tasks._clock import wait_condition
+from mcp_tasks._redact import short_id
+from mcp_tasks._status import Status
+from mcp_tasks._store import Lease, Renewer, StoreError, TaskStore, store_deadline
+from mcp_tasks._threads import join_all, start_thread
+
+if TYPE_CHECKING:
+    from mcp_tasks._session._channel import Channel
+
+__all__ = ["CLOSE_PATIENCE", "PendingEnd", "PendingEnds", "ends_of"]
+
+log = logging.getLogger("mcp_tasks")
+
+FIRST_RETRY = 0.5
+"""Seconds before an end the store refused is tried again; doubled after each failure."""
+LAST_RETRY = 10.0
+"""The longest pause between two tries."""
+TRY_PATIENCE = 1.0
+"""Seconds one try waits for a busy store (so that the thread is joined quickly at close)."""
+CLOSE_PATIENCE = 1.0
+"""Seconds `close()` gives the store to take the ends still pending."""
+
+
+@attrs.frozen
+class PendingEnd:
+    """One task's end to record: its terminal `status`, written by `holder` (`fence`: with
+    ``holder=``, where the store can), whose `lease` (None: not held, or no longer renewed) is
+    taken again first when lost.
+    """
+
+    store: TaskStore
+    task_id: str
+    status: Status
+    holder: str
+    ttl: float
+    fence: bool
+    lease: Lease | None = None
+
+
+class PendingEnds:
+    """The ends a client's store could not record yet (see the module); `renewer` renews the
+    leases they keep.
+    """
+
+    def __init__(self, renewer: Renewer) -> None:
+        self.renewer = renewer
+        self.wake = threading.Condition()
+        self.pending: list[PendingEnd] = []
+        self.threads: list[threading.Thread] = []  # the one running, and any just ending
+        self.running = False
+        self.stopping = False
+
+    def keep(self, end: PendingEnd) -> None:
+        """Record `end` when the store is back (its lease stays held, renewed meanwhile)."""
+        log.warning("task %s: its end is kept, to be recorded when the store is back", short_id(end.task_id))
+        with self.wake:
+            self.pending.append(end)
+            alive = any(thread.is_alive() for thread in self.threads)  # none in a forked child
+            if not self.stopping and not (self.running and alive):
+                self.running = True
+                self.threads = [thread for thread in self.threads if thread.is_alive()]
+                self.threads.append(start_thread("ends", lambda: contextvars.Context().run(self._loop)))
+            self.wake.notify_all()
+
+    def _loop(self) -> None:
+        pause = FIRST_RETRY
+        while True:
+            with self.wake:
+                due = time.monotonic() + pause
+                while not self.stopping and self.pending and time.monotonic() < due:
+                    wait_condition(self.wake, due)
+                if self.stopping or not self.pending:
+                    self.running = False
+                    return
+            with store_deadline(time.monotonic() + TRY_PATIENCE):
+                done = self._record_all()
+            pause = FIRST_RETRY if done else min(pause * 2, LAST_RETRY)
+
+    def _record_all(self) -> bool:
+        """Try every pending end (a store that fails is not tried again this round); whether none
+        is left.
+        """
+        with self.wake:
+            ends = list(self.pending)
+        failed: set[int] = set()
+        for end in ends:
+            if id(end.store) in failed:
+                continue
+            try:
+                _record(end, self.renewer)
+            except StoreError as exc:
+                failed.add(id(end.store))
+                log.info("task %s: its end is not recorded yet: %s", short_id(end.task_id), exc)
+                continue
+            with self.wake:
+                self.pending.remove(end)
+        with self.wake:
+            return not self.pending
+
+    def close(self) -> None:
+        """Stop retrying in the background (the client closes; `join` tries once more)."""
+        with self.wake:
+            self.stopping = True
+            self.wake.notify_all()
+
+    def join(self) -> None:
+        """Join the thread, then try the ends left once more within `CLOSE_PATIENCE`; those
+        the store still refuses are said (a later `adopt` delivers their tasks again).
+        """
+        with self.wake:
+            self.stopping = True
+            threads, self.threads = self.threads, []
+            self.wake.notify_all()
+        join_all(threads, TRY_PATIENCE + 1.0)
+        with store_deadline(time.monotonic() + CLOSE_PATIENCE):
+            self._record_all()
+        with self.wake:
+            left, self.pending = self.pending, []
+        if left:
+            log.warning(
+                "could not record the end of %d task(s) before closing: a later adopt may deliver them again", len(left)
+            )
+
+
+def _record(end: PendingEnd, renewer: Renewer) -> None:
+    """Record `end`: its status, its answers settled, its lease freed (StoreError when the store
+    still fails; nothing, but a debug line, when another wait holds the lease now: its end is
+    that one's to record).
+    """
+    store = end.store
+    if (end.lease is None or end.lease.lost) and not store.acquire(end.task_id, end.holder, end.ttl):
+        log.debug("task %s is leased by another wait: its end is that one's to record", short_id(end.task_id))
+        return
+    if end.fence:
+        store.update(end.task_id, end.status, holder=end.holder)
+    else:  # a store of one's own may take no holder=
+        store.update(end.task_id, end.status)
+    left = store.unacknowledged(end.task_id)
+    if left:
+        store.acknowledge(end.task_id, list(left))
+    if end.lease is not None:
+        renewer.let_go(end.lease)
+    try:
+        store.release(end.task_id, end.holder)
+    except StoreError as exc:  # recorded; the lease frees itself when its ttl passes
+        log.info("task %s: its end is recorded, its lease not freed: %s", short_id(end.task_id), exc)
+    log.info("task %s: its end is recorded now", short_id(end.task_id))
+
+
+def ends_of(channel: Channel, renewer: Renewer) -> PendingEnds:
+    """The client's pending ends, kept with its channel (closed and joined with it)."""
+    return channel.attachment(PendingEnds, lambda opened: PendingEnds(renewer))
