@@ -81,11 +81,15 @@ class EscKey:
         self._wake: tuple[int, int] | None = None
 
     def usable(self) -> bool:
-        """Whether Esc can be read here: stdin a terminal, this the main thread, a POSIX system."""
+        """Whether Esc can be read here: stdin a terminal whose foreground this process is (in the
+        background, setting its mode or reading it would stop the process), and the main thread.
+        """
         try:
-            return bool(self._stdin.isatty()) and threading.current_thread() is threading.main_thread()
-        except (AttributeError, ValueError):
+            fd = self._stdin.fileno()
+            foreground = self._stdin.isatty() and os.tcgetpgrp(fd) == os.getpgrp()
+        except (AttributeError, OSError, ValueError):
             return False
+        return foreground and threading.current_thread() is threading.main_thread()
 
     @contextmanager
     def watching(self) -> Iterator[None]:

@@ -51,7 +51,7 @@ def test_esc_detaches_a_live_wait_and_the_task_runs_on(
     if command == "call":
         args = ["call", http_url, "hold"]
     else:
-        started = run("call", http_url, "hold", "--detach")
+        started = run("call", http_url, "hold", "--no-wait")  # (the older name)
         args = ["wait", http_url, started.stdout.strip()]
     screen = Screen(tmp_path, columns, "-m", "mcp_tasks", *args)
     screen.expect("working: holding")
