@@ -45,13 +45,14 @@ def esc_detaches(args: argparse.Namespace, console: Console) -> AbstractContextM
     return console.keys.watching()
 
 
-def leave(args: argparse.Namespace, console: Console, state: dict[str, str], text: str) -> None:
-    """Say `text` and how to follow or cancel the task (stderr), its full id on stdout."""
+def leave(args: argparse.Namespace, console: Console, state: dict[str, str], event: str, text: str) -> None:
+    """Say `text` (the `event` with --json) and how to follow or cancel the task on stderr; its
+    whole id on stdout.
+    """
     task_id = state["task_id"]
     fields: dict[str, Any] = {"taskId": task_id}
     if state.get("session"):
         fields["sessionId"] = state["session"]
-    event = "task" if text.startswith("Task created") else "detached"
     console.event(event, f"{text}\n{resume_hint(args, state)}", **fields)
     sys.stdout.write(printable(task_id) + "\n")  # a hostile id cannot drive the terminal
     sys.stdout.flush()

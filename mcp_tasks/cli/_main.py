@@ -230,7 +230,7 @@ def _call(args: argparse.Namespace, client: Client, console: Console, state: dic
     if called.session_id is not None:
         state["session"] = fields["sessionId"] = called.session_id
     if args.detach:
-        leave(args, console, state, f"Task created: {called.task_id} (detached: it runs on at the server)")
+        leave(args, console, state, "task", f"Task created: {called.task_id} (detached: it runs on at the server)")
         return EXIT_OK
     console.event("task", f"Task created: {called.task_id}\n{resume_hint(args, state)}", **fields)
     return _wait(args, client, console, called, state)
@@ -357,7 +357,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         return _fail(console, EXIT_USAGE, str(exc), debug)
     except Detached:
-        leave(args, console, state, f"Detached: task {state['task_id']} is still running at the server.")
+        leave(args, console, state, "detached", f"Detached: task {state['task_id']} is still running at the server.")
         return EXIT_OK
     except KeyboardInterrupt:
         return _fail(console, EXIT_INTERRUPTED, _interrupted(args, state), debug)
