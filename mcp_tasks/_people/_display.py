@@ -22,6 +22,7 @@ from concurrent.futures import Future
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any
 
+from mcp_tasks._people._above import Above
 from mcp_tasks._people._asking import hold_lines, lines_held
 from mcp_tasks._people._progress import SetProgress, SetSnapshot, clock_text, set_line
 from mcp_tasks._printable import printable
@@ -122,14 +123,16 @@ class StatusDisplay:
     a batch) it shows the set instead: ``[12s] 37/50 done, 2 failed, 11 working · failed:
     ab12…cd34 · e294…b175: exporting`` (a `SetSnapshot`), on one line clipped to the terminal's
     width, or one updating table in a notebook; on a pipe, a line each time the counts change.
-    While an interactive input handler asks a question, the line holds still.
+    While an interactive input handler asks a question, the line holds still. While the line is
+    live on a terminal, log records the root logger's handlers write there, and warnings, go on
+    lines of their own above it (see `mcp_tasks._people._above`).
     """
 
     def __init__(self, stream: IO[str] | None = None, *, tick: float = TICK) -> None:
         self._stream = stream
         self._tick = tick
         self._started = time.monotonic()
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # (a log record written while it is held goes through it again)
         self._last: Status | None = None
         self._handle: Any = None
         self._ticker: threading.Thread | None = None
@@ -140,6 +143,8 @@ class StatusDisplay:
         self._printed: object = None  # what the last line on a pipe said of the set
         self._ended = False  # the set's last line is written
         self._closed = False  # closed: a question's end does not draw it again
+        self._above: Above | None = None  # logs and warnings above the line while it is live
+        self._mid_line = False  # a log wrote part of a line: the status line waits for its end
 
     @property
     def stream(self) -> IO[str]:
@@ -163,8 +168,7 @@ class StatusDisplay:
                     return  # a question is on the screen: drawn when it is answered
                 self._draw()
                 if status.terminal:
-                    self.stream.write("\n")
-                    self._drawn = False
+                    self._end_line()
                 elif self._ticker is None and self._tick > 0:
                     self._ticker = start_thread("status-line", self._run_ticker)
             else:
@@ -223,9 +227,7 @@ class StatusDisplay:
             self._ended = False
             self._draw()
             if snapshot.finished:
-                self.stream.write("\n")
-                self.stream.flush()
-                self._drawn = False
+                self._end_line()
                 self._ended = True  # the set's last line is written: later news does not repeat it
             elif self._ticker is None and self._tick > 0:
                 self._ticker = start_thread("status-line", self._run_ticker)
@@ -257,9 +259,9 @@ class StatusDisplay:
         with self._lock:
             self._stop.clear()
             if self._drawn:
-                self.stream.write("\n")
-                self.stream.flush()
-                self._drawn = False
+                self._end_line()
+            elif self._above is not None:
+                self._above.stop()
 
     def close(self) -> None:
         """Stop ticking and end the terminal line. Idempotent."""
@@ -295,7 +297,32 @@ class StatusDisplay:
         except (AttributeError, OSError, ValueError):
             return 80
 
+    def _end_line(self) -> None:
+        """The line stays as it is, and what is written next goes below it."""
+        self.stream.write("\n")
+        self.stream.flush()
+        self._drawn = self._mid_line = False
+        if self._above is not None:
+            self._above.stop()
+
+    def _write_above(self, stream: IO[str], text: str) -> int:
+        """`text` from a log handler or a warning, on lines of its own above the live line."""
+        with self._lock:
+            if not self._drawn:
+                return stream.write(text)
+            if not self._mid_line:
+                self.stream.write("\r\x1b[K")
+                self.stream.flush()
+            written = stream.write(text)
+            self._mid_line = not text.endswith("\n")
+            if not self._mid_line and not lines_held():
+                stream.flush()
+                self._draw()
+            return written
+
     def _draw(self) -> None:
+        if self._mid_line:
+            return  # a log line is being written: drawn again at its end
         if self._snapshot is not None:
             text = set_line(self._snapshot)
         else:
@@ -305,6 +332,9 @@ class StatusDisplay:
         self.stream.flush()
         self._drawn = True
         hold_lines(self)  # still while a question is asked
+        if self._above is None:
+            self._above = Above(self.stream, self._write_above)
+        self._above.start()
 
     def _run_ticker(self) -> None:
         stop = self._stop

@@ -15,6 +15,7 @@ from mcp_tasks._people._display import StatusDisplay
 from mcp_tasks._people._prompt import read_answer
 from mcp_tasks._printable import json_text, printable
 from mcp_tasks._status import Status
+from mcp_tasks.cli._keys import EscKey
 
 __all__ = ["Console"]
 
@@ -26,6 +27,7 @@ class Console:
         self.json = bool(getattr(args, "json", False))
         self.started = time.monotonic()
         self.display = StatusDisplay(sys.stderr)
+        self.keys = EscKey(sys.stdin)  # Esc during a live wait (`_detach`)
 
     def result(self, value: Any) -> None:
         self.display.suspend()
@@ -59,7 +61,8 @@ class Console:
         """One line from stdin, the prompt on stderr (so stdout stays the result alone)."""
         self.display.suspend()
         if not self.json:
-            return read_answer(printable(prompt), sys.stdin, sys.stderr)
+            with self.keys.paused():  # the answer is typed as usual, none of it taken for Esc
+                return read_answer(printable(prompt), sys.stdin, sys.stderr)
         sys.stderr.write(json_text({"event": "prompt", "field": field, "prompt": prompt.strip()}) + "\n")
         sys.stderr.flush()
         line = sys.stdin.readline()

@@ -36,8 +36,10 @@ from mcp_tasks._tasks import await_task, call_tool, cancel_task, get_task, serve
 from mcp_tasks.cli._adopt import run_adopt
 from mcp_tasks.cli._auth import auth_of
 from mcp_tasks.cli._console import Console
+from mcp_tasks.cli._detach import esc_detaches, leave, resume_hint
 from mcp_tasks.cli._hints import in_cli_terms
 from mcp_tasks.cli._ids import ambiguous, is_short_form, matching
+from mcp_tasks.cli._keys import Detached
 from mcp_tasks.cli._parser import UsageError, build_parser
 from mcp_tasks.cli._store import (
     close_store,
@@ -180,20 +182,6 @@ def _arguments(text: str) -> dict[str, Any]:
     return value
 
 
-def _resume_hint(args: argparse.Namespace, state: dict[str, str]) -> str:
-    kind = kind_of(args.target)
-    if kind != "http":
-        return f"It cannot be resumed: {tied_to_command(kind)}."
-    target, task = shlex.quote(args.target), shlex.quote(state.get("task_id", "?"))
-    # A 2025-era server may keep the task for its session only: the hint joins that session.
-    session = state.get("session") or getattr(args, "session", None)
-    options = f"--session {shlex.quote(session)}" if session else ""
-    # An id that starts with "-" goes last, after "--", so that it is not taken for an option.
-    dashed = task.startswith("-")
-    where = f"{options} {target} -- {task}".lstrip() if dashed else f"{target} {task} {options}".rstrip()
-    return f"Resume with: mcp-tasks wait {where}   (or: mcp-tasks cancel {where})"
-
-
 def _tool_failed(console: Console, error: ToolError) -> int:
     """The result on stdout as for any other, the tool's own text on stderr; exit code 1."""
     console.result(error.result)
@@ -204,15 +192,16 @@ def _tool_failed(console: Console, error: ToolError) -> int:
 
 def _wait(args: argparse.Namespace, client: Client, console: Console, task: str | Status, state: dict[str, str]) -> int:
     try:
-        result = await_task(
-            client,
-            task,
-            timeout=args.timeout,
-            poll_interval=args.poll_interval,
-            listen=args.listen,
-            on_status=console.status,
-            raise_on_error=True,
-        )
+        with esc_detaches(args, console):
+            result = await_task(
+                client,
+                task,
+                timeout=args.timeout,
+                poll_interval=args.poll_interval,
+                listen=args.listen,
+                on_status=console.status,
+                raise_on_error=True,
+            )
     except ToolError as error:
         state.pop("unfinished", None)
         tool = getattr(args, "tool", None)
@@ -226,7 +215,7 @@ def _call(args: argparse.Namespace, client: Client, console: Console, state: dic
     arguments = _arguments(args.arguments)
     called = call_tool(client, args.tool, arguments)
     if not isinstance(called, Status):
-        if args.no_wait:
+        if args.detach:
             console.event(
                 "synchronous",
                 "The tool ran synchronously (the server made no task): its result is on stdout, not a task id.",
@@ -240,12 +229,10 @@ def _call(args: argparse.Namespace, client: Client, console: Console, state: dic
     fields: dict[str, Any] = {"taskId": called.task_id}
     if called.session_id is not None:
         state["session"] = fields["sessionId"] = called.session_id
-    if args.no_wait:
-        note = "" if "session" not in state else f"\n{_resume_hint(args, state)}"
-        console.event("task", f"Task created: {called.task_id}{note}", **fields)
-        sys.stdout.write(printable(called.task_id) + "\n")  # a hostile id cannot drive the terminal
+    if args.detach:
+        leave(args, console, state, "task", f"Task created: {called.task_id} (detached: it runs on at the server)")
         return EXIT_OK
-    console.event("task", f"Task created: {called.task_id}\n{_resume_hint(args, state)}", **fields)
+    console.event("task", f"Task created: {called.task_id}\n{resume_hint(args, state)}", **fields)
     return _wait(args, client, console, called, state)
 
 
@@ -270,8 +257,10 @@ def _run(args: argparse.Namespace, console: Console, state: dict[str, str], trac
     if args.command == "adopt":
         return EXIT_OK if not run_adopt(args, auth_of(args), dict(args.header) or None) else EXIT_FAILED
     _from_store(args)
-    if getattr(args, "no_wait", False) and kind_of(args.target) != "http":
-        raise UsageError(f"--no-wait needs an http(s) target: on this one {tied_to_command(kind_of(args.target))}")
+    if getattr(args, "detach", False) and kind_of(args.target) != "http":
+        raise UsageError(
+            f"--detach/--no-wait needs an http(s) target: on this one {tied_to_command(kind_of(args.target))}"
+        )
     client = _connect(args, InputHandlers.interactive(console), tracing)
     try:
         return _command(args, client, console, state)
@@ -333,12 +322,12 @@ def _interrupted(args: argparse.Namespace, state: dict[str, str]) -> str:
         return "interrupted"
     if kind_of(args.target) != "http":
         return f"interrupted; task {task_id} ends now: {tied_to_command(kind_of(args.target))}"
-    return f"interrupted; task {task_id} is still running. {_resume_hint(args, state)}"
+    return f"interrupted; task {task_id} is still running. {resume_hint(args, state)}"
 
 
 def _timed_out(args: argparse.Namespace, state: dict[str, str], error: TaskTimeout) -> str:
     if kind_of(args.target) == "http":
-        return f"{error}. {_resume_hint(args, state)}"
+        return f"{error}. {resume_hint(args, state)}"
     last = f" (last seen {error.status.wire_status})" if error.status is not None else ""
     within = seconds(error.data["timeoutMs"] / 1000)
     return (
@@ -367,6 +356,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(args, console, state, tracing)
     except UsageError as exc:
         return _fail(console, EXIT_USAGE, str(exc), debug)
+    except Detached:
+        leave(args, console, state, "detached", f"Detached: task {state['task_id']} is still running at the server.")
+        return EXIT_OK
     except KeyboardInterrupt:
         return _fail(console, EXIT_INTERRUPTED, _interrupted(args, state), debug)
     except TaskTimeout as exc:

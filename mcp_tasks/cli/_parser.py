@@ -24,12 +24,14 @@ Call MCP tools that the server may run as tasks, wait for them, pick them up aga
 
 {TARGET_FORMS}
 The result alone is printed on stdout (JSON); status, prompts and messages go to stderr. When a tool \
-becomes a task its id is printed once on stderr, with the command that resumes it.
+becomes a task its id is printed once on stderr, with the command that resumes it. On a terminal, \
+Esc during the wait detaches (http(s) targets): the task runs on, its id and the commands to follow or \
+cancel it are printed, exit code 0.
 """
 
 EPILOG = """\
 exit codes:
-  0    success (for call/wait: the tool completed without isError)
+  0    success (for call/wait: the tool completed without isError, or the wait was detached)
   1    the tool ran and reported an error (isError: true): its text on stderr, the result still printed
   2    usage error: bad arguments, JSON that is not an object, a target that cannot be loaded
   3    the task failed
@@ -165,10 +167,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="the tool's arguments, a JSON object (default {})",
     )
     call.add_argument(
+        "--detach",
         "--no-wait",
+        dest="detach",
         action="store_true",
-        help="print the task id on stdout and leave (http(s) targets: a stdio or module:attr server stops with "
-        "the command); a tool that runs synchronously prints its result instead, and says so",
+        help="start the call and leave the task running: its id on stdout, the commands to follow or cancel it on "
+        "stderr (http(s) targets: a stdio or module:attr server stops with the command); a tool that runs "
+        "synchronously prints its result instead, and says so",
     )
     add_store_option(
         call,
