@@ -10,7 +10,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 from mcp_tasks._session._turns import asking_for
-from mcp_tasks._tasks._record import RESUMING
+from mcp_tasks._tasks._records import RESUMING
 
 if TYPE_CHECKING:
     from mcp_tasks._client import Client

@@ -31,7 +31,9 @@ from mcp_tasks._status import Status, TaskState
 from mcp_tasks._tasks._group import Group
 from mcp_tasks._tasks._helpers import cancel_task, get_task, outcome
 from mcp_tasks._tasks._options import WaitSettings
-from mcp_tasks._tasks._record import Claim, release_all, store_of, take_all
+from mcp_tasks._tasks._record import Claim
+from mcp_tasks._tasks._record_many import release_all, take_all
+from mcp_tasks._tasks._records import store_of
 from mcp_tasks._tasks._watch import Watch, watch_of
 from mcp_tasks._tasks._workers import Workers
 from mcp_tasks._threads import join_all, start_thread

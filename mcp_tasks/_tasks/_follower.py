@@ -21,7 +21,9 @@ from mcp_tasks._tasks._driver import TaskFuture, settled_future
 from mcp_tasks._tasks._group import Group, Member
 from mcp_tasks._tasks._many import cancel_pending
 from mcp_tasks._tasks._options import WaitSettings
-from mcp_tasks._tasks._record import Claim, endpoint_of, release_all
+from mcp_tasks._tasks._record import Claim
+from mcp_tasks._tasks._record_many import release_all
+from mcp_tasks._tasks._records import endpoint_of
 from mcp_tasks._threads import start_thread
 
 __all__ = ["Ended", "Follower", "FollowerKey", "claim_followable", "group_refs"]

@@ -20,7 +20,8 @@ from mcp_tasks._tasks._driver import TaskFuture
 from mcp_tasks._tasks._follower import Ended, Follower, FollowerKey, claim_followable, group_refs
 from mcp_tasks._tasks._options import WaitSettings
 from mcp_tasks._tasks._pace import BACKOFF_MOST, Pace, claim_interval
-from mcp_tasks._tasks._record import Claim, release_all
+from mcp_tasks._tasks._record import Claim
+from mcp_tasks._tasks._record_many import release_all
 from mcp_tasks._threads import join_all
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ from mcp_tasks._tasks._driver import INPUT_WORKERS, TaskFuture, futures_of
 from mcp_tasks._tasks._helpers import call_tool
 from mcp_tasks._tasks._observer import follow_future
 from mcp_tasks._tasks._options import InputOption, OnStatus, settings_of
-from mcp_tasks._tasks._record import record_created, store_of
+from mcp_tasks._tasks._records import record_created, store_of
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack

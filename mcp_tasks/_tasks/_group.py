@@ -22,7 +22,9 @@ from mcp_tasks._tasks._helpers import task_id_of
 from mcp_tasks._tasks._member import Member
 from mcp_tasks._tasks._observer import report_failed
 from mcp_tasks._tasks._options import WaitSettings
-from mcp_tasks._tasks._record import Claim, Recorder, close_all, release_all, saved_ref, store_of, take_all
+from mcp_tasks._tasks._record import Claim, Recorder
+from mcp_tasks._tasks._record_many import close_all, release_all, take_all
+from mcp_tasks._tasks._records import saved_ref, store_of
 from mcp_tasks._tasks._schedule import delay
 from mcp_tasks._tasks._task_wait import TaskWait
 from mcp_tasks._tasks._watch import READ, watch_of

@@ -16,7 +16,7 @@ from mcp_tasks._tasks._asked import remember_tool
 from mcp_tasks._tasks._failed import FailedWait
 from mcp_tasks._tasks._intent import Started, abandon, begin, joined, kept_status
 from mcp_tasks._tasks._protocol import TaskProtocol, protocol_of
-from mcp_tasks._tasks._record import record_created, record_status, store_of
+from mcp_tasks._tasks._records import record_created, record_status, store_of
 
 if TYPE_CHECKING:
     from mcp_tasks._client import Client

@@ -31,7 +31,7 @@ from mcp_tasks._store import (
     store_deadline,
 )
 from mcp_tasks._store._intent import check_key, digest_of
-from mcp_tasks._tasks._record import endpoint_of, store_of
+from mcp_tasks._tasks._records import endpoint_of, store_of
 
 if TYPE_CHECKING:
     from mcp_tasks._client import Client

@@ -13,7 +13,7 @@ from mcp_tasks._options import UNSET
 from mcp_tasks._redact import short_id
 from mcp_tasks._store import TaskRef, TaskStore
 from mcp_tasks._tasks._helpers import outcome
-from mcp_tasks._tasks._record import RESUMING
+from mcp_tasks._tasks._records import RESUMING
 from mcp_tasks._tasks._wait import check_raise_on_error, checked, wait_task
 
 if TYPE_CHECKING:

@@ -28,7 +28,8 @@ from mcp_tasks._status import Status, TaskState
 from mcp_tasks._tasks._ends import ends_of
 from mcp_tasks._tasks._options import WaitSettings
 from mcp_tasks._tasks._protocol import TaskProtocol, protocol_of
-from mcp_tasks._tasks._record import Recorder, renewer_of, store_of
+from mcp_tasks._tasks._record import Recorder
+from mcp_tasks._tasks._records import renewer_of, store_of
 from mcp_tasks._tasks._schedule import expired, gone
 from mcp_tasks._tasks._side import side_of
 from mcp_tasks._tasks._strategies import HandlersStrategy, ReturnStrategy

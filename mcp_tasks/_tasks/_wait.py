@@ -18,7 +18,7 @@ from mcp_tasks._status import Status
 from mcp_tasks._tasks._group import Group
 from mcp_tasks._tasks._helpers import cancel_task, outcome, task_id_of
 from mcp_tasks._tasks._options import CANCEL_BUDGET, WaitOptions, WaitSettings
-from mcp_tasks._tasks._record import saved_ref
+from mcp_tasks._tasks._records import saved_ref
 from mcp_tasks._tasks._task_wait import TaskWait
 from mcp_tasks._tracing import TaskTrace
 
