@@ -84,10 +84,12 @@ def checked(
 
 
 class CallOptions(TypedDict, total=False):
-    """The options of the ``tools/call`` that `call_and_await` sends."""
+    """The options of the ``tools/call`` that `call_and_await` sends (its `call_opts`)."""
 
     timeout: float | None
+    """Seconds for the ``tools/call`` request; None: no limit. Default: the client's timeout."""
     meta: Mapping[str, Any] | None
+    """The ``_meta`` of the ``tools/call``. Default: None."""
 
 
 def _call_options(value: object) -> CallOptions:
