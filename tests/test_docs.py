@@ -142,6 +142,20 @@ def test_what_a_print_says_may_take_lines() -> None:
     assert Example("page.md", "", code, "").prints == ["a", "b", "c", "d"]
 
 
+LINE = 76
+"""The longest line of code a page may show: what fits the site's column at 1280 px (about 80
+characters; tests/test_docs_site.py measures it) and GitHub's, with room for a wider font."""
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[str(page.relative_to(ROOT)) for page in PAGES])
+def test_code_lines_are_short(page: Path) -> None:
+    """Python and shell lines are reflowed, never cut off at the column's edge (a transcript,
+    `text`, shows what a program printed: it may wrap)."""
+    for block in re.findall(r"```(?:python|sh)\n(.*?)```", page.read_text(), re.S):
+        for line in block.splitlines():
+            assert len(line) <= LINE, f"{page.name}: {len(line)} characters: {line}"
+
+
 def test_the_examples_run_the_tree_under_test(tmp_path: Path) -> None:
     """Not whatever mcp_tasks the interpreter would find: the one in this checkout."""
     done = subprocess.run(

@@ -287,8 +287,8 @@ def test_the_options_apis_are_found() -> None:
 def test_each_options_api_shows_its_options(
     site: str, browser: DevTools, path: str, anchor: str, options: list[str]
 ) -> None:
-    """Its keywords in its own entry (the signature and a list, each with what it does), not
-    behind a link to the TypedDict that types them."""
+    """Its keywords in its own entry (the signature and a list, each with what it does and its
+    default), not behind a link to the TypedDict that types them."""
     browser.goto(f"{site}/{path}")
     text = browser.evaluate(f"document.getElementById({anchor!r}).closest('.doc-object').innerText")
     signature, _, parameters = text.partition("Parameters:")
@@ -296,6 +296,9 @@ def test_each_options_api_shows_its_options(
         assert f"\n    {option}: " in signature, f"{anchor}: {option} is not in its signature"
         entry = re.search(rf"(?m)^{option} \((.*)\) – *\n+(.+)", parameters)  # "name (type) – what it does"
         assert entry and entry.group(2).strip(), f"{anchor}: {option} is not listed with what it does"
+        kind, does = entry.groups()
+        assert "default: ..." not in kind, f"{anchor}: {option}'s default is not said"
+        assert "default: " in kind or "Default: " in does, f"{anchor}: {option}'s default is not said"
 
 
 def test_the_changelog_page_is_the_changelog(site: str, browser: DevTools) -> None:
