@@ -79,47 +79,47 @@ class TracerProvider(Protocol):
 
 
 class ClientOptions(TypedDict, total=False):
-    """The options of every client factory (`Client.direct`, `stdio`, `http`, `connect`).
-
-    - `client_capabilities`: what the client declares, plus what `input_handlers` imply.
-    - `input_handlers`: answer the server's input requests (`InputHandlers`).
-    - `declare_input`: kinds of input (``"form"``, ``"url"``, ``"sampling"``, ``"roots"``) to
-      declare although this client has no handler for them, because a later process will answer
-      them (`resume`). A 2025-11-25 server checks what the session declared when its task asks
-      (mcp 1.30 fails the task: "Client does not support elicitation capability"), and the
-      resumer joins that session. Default: ``("form", "url")`` for a client with a `store` and no
-      input handlers, none otherwise; ``()`` declares none. A 2025-era wait fetches a task's
-      request only when its handlers answer every kind the session declared (that era says what
-      it asks only once fetched, and a request refused fails the task): else it leaves it.
-    - `timeout`: the default total of one request, in seconds (30.0; None: no limit).
-    - `client_info`: the name and version the client gives (default: mcp_tasks and its version).
-    - `max_input_rounds`: how many input_required rounds one request may take (10).
-    - `retries`: a `Retry` policy or a number of retries (0 turns retries off).
-    - `protocol`: ``"auto"`` (detect the era) or one revision to pin.
-    - `on_notification`: called with (method, params) for every server notification.
-    - `store`: a `TaskStore` that records every task the client creates and every status it reads.
-    - `trace`: True makes OpenTelemetry spans of requests and task waits, with the global tracer
-      provider (needs ``mcp_tasks[otel]``); `tracer_provider`: trace with this provider instead.
-      A traced client sends the W3C trace context (``traceparent``, ``tracestate``) in each
-      request's ``_meta``, and nothing else of the caller's context.
-    - `propagate_baggage`: True sends the caller's W3C baggage (``baggage``) too, to every server
-      the client talks to; off by default, since baggage often holds what a third party's server
-      should not see (user ids, tenants). Needs `trace` or `tracer_provider`.
-    """
+    """The options of every client factory (`Client.direct`, `stdio`, `http`, `connect`)."""
 
     client_capabilities: Mapping[str, Any] | None
+    """What the client declares, plus what `input_handlers` imply. Default: None."""
     input_handlers: InputHandlers | None
+    """Answer the server's input requests (`InputHandlers`). Default: None."""
     declare_input: Sequence[InputKind] | None
+    """Kinds of input (``"form"``, ``"url"``, ``"sampling"``, ``"roots"``) to declare although
+    this client has no handler for them, because a later process will answer them (`resume`). A
+    2025-11-25 server checks what the session declared when its task asks (mcp 1.30 fails the
+    task: "Client does not support elicitation capability"), and the resumer joins that session.
+    ``()`` declares none. A 2025-era wait fetches a task's request only when its handlers answer
+    every kind the session declared (that era says what it asks only once fetched, and a request
+    refused fails the task): else it leaves it. Default: ``("form", "url")`` for a client with a
+    `store` and no input handlers, none otherwise."""
     timeout: float | None
+    """The default total of one request, in seconds; None: no limit. Default: 30.0."""
     client_info: Mapping[str, Any] | None
+    """The name and version the client gives. Default: mcp_tasks and its version."""
     max_input_rounds: int
+    """How many input_required rounds one request may take. Default: 10."""
     retries: Retry | int
+    """A `Retry` policy or a number of retries (0 turns retries off). Default: ``Retry()``."""
     protocol: str
+    """``"auto"`` (detect the era) or one revision to pin. Default: ``"auto"``."""
     on_notification: OnNotification | None
+    """Called with (method, params) for every server notification. Default: None."""
     store: TaskStore | None
+    """A `TaskStore` that records every task the client creates and every status it reads.
+    Default: None."""
     trace: bool
+    """Make OpenTelemetry spans of requests and task waits, with the global tracer provider (needs
+    ``mcp_tasks[otel]``). A traced client sends the W3C trace context (``traceparent``,
+    ``tracestate``) in each request's ``_meta``, and nothing else of the caller's context.
+    Default: False."""
     tracer_provider: TracerProvider | None
+    """Trace with this provider instead of the global one. Default: None."""
     propagate_baggage: bool
+    """Send the caller's W3C baggage (``baggage``) too, to every server the client talks to; off
+    by default, since baggage often holds what a third party's server should not see (user ids,
+    tenants). Needs `trace` or `tracer_provider`. Default: False."""
 
 
 def _mapping(name: str, value: object) -> dict[str, Any] | None:

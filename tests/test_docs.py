@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import io
+import itertools
 import json
 import os
 import re
@@ -41,13 +42,47 @@ class Example:
 
     @property
     def prints(self) -> list[str]:
-        """What it says it prints: the comment on each line that calls print()."""
+        """What it says it prints: the ``# -> text`` lines right after each call of print().
+
+        Each print() that prints something (all but the bare ``print()``) is followed by one or
+        more lines ``# -> text``, each a piece of what it prints. Such a line anywhere else, a
+        print() without one, or a comment at the end of a print's line (where a narrow column
+        cuts it off) is a ValueError.
+        """
+        lines = self.code.splitlines()
+        ends = set()  # the last line of each print() that prints something
+        logical: list[tokenize.TokenInfo] = []
+        for token in tokenize.generate_tokens(io.StringIO(self.code).readline):
+            logical.append(token)
+            if token.type not in (tokenize.NEWLINE, tokenize.ENDMARKER):
+                continue
+            code = [
+                t for t in logical if t.type not in (tokenize.COMMENT, tokenize.NL, tokenize.INDENT, tokenize.DEDENT)
+            ]
+            calls = [t for t, after in itertools.pairwise(code) if t.string == "print" and after.string == "("]
+            if calls:
+                first = calls[0].start[0]
+                if any(t.type == tokenize.COMMENT and t.start[0] >= first for t in logical):
+                    raise ValueError(f"{self._at(first)}: say what print() prints on a line of its own: # -> ...")
+                if [t.string for t in code[:-1]] != ["print", "(", ")"]:
+                    ends.add(token.start[0])
+            logical = []
         said = []
-        tokens = tokenize.generate_tokens(io.StringIO(self.code).readline)
-        for token in tokens:
-            if token.type == tokenize.COMMENT and "print(" in token.line[: token.start[1]]:
-                said.append(token.string[1:].strip())
+        for number, line in enumerate(lines, 1):
+            if line.strip().startswith("# ->"):
+                above = number - 1
+                while above > 0 and lines[above - 1].strip().startswith("# ->"):
+                    above -= 1
+                if above not in ends:
+                    raise ValueError(f"{self._at(number)}: a '# ->' line that follows no print()")
+                said.append(line.strip()[len("# ->") :].strip())
+        for end in sorted(ends):
+            if end >= len(lines) or not lines[end].strip().startswith("# ->"):
+                raise ValueError(f"{self._at(end)}: say what this print() prints on the next line: # -> ...")
         return said
+
+    def _at(self, line: int) -> str:
+        return f"{self.page} ({self.heading}), line {line}"
 
 
 def _examples(page: Path) -> list[Example]:
@@ -80,9 +115,45 @@ def test_the_site_and_the_readme_have_examples() -> None:
 
 
 def test_every_example_that_prints_says_what() -> None:
+    """On the line after the print(), where a narrow column shows it whole."""
     for example in EXAMPLES:
         if "print(" in example.code:
-            assert example.prints, f"{example.page} ({example.heading}): say what a print() prints in its comment"
+            assert example.prints, f"{example.page} ({example.heading}): say what a print() prints"
+
+
+@pytest.mark.parametrize(
+    ("code", "problem"),
+    [
+        ('print("a")  # a\n', "on a line of its own"),
+        ('print("a")\nx = 1\n', "on the next line"),
+        ("x = 1\n# -> a\n", "follows no print"),
+        ('print("a")\n\n# -> a\n', "follows no print"),
+        ('print(\n    "a",  # the letter\n)\n# -> a\n', "on a line of its own"),
+    ],
+)
+def test_what_a_print_says_is_on_the_next_line(code: str, problem: str) -> None:
+    with pytest.raises(ValueError, match=problem):
+        _ = Example("page.md", "", code, "").prints
+
+
+def test_what_a_print_says_may_take_lines() -> None:
+    code = 'print("a")\n# -> a\nfor n in "bc":\n    print(n)\n    # -> b\n    # -> c\n'
+    code += 'print()\nprint(\n    "d",\n)\n# -> d\n'
+    assert Example("page.md", "", code, "").prints == ["a", "b", "c", "d"]
+
+
+LINE = 76
+"""The longest line of code a page may show: what fits the site's column at 1280 px (about 80
+characters; tests/test_docs_site.py measures it) and GitHub's, with room for a wider font."""
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[str(page.relative_to(ROOT)) for page in PAGES])
+def test_code_lines_are_short(page: Path) -> None:
+    """Python and shell lines are reflowed, never cut off at the column's edge (a transcript,
+    `text`, shows what a program printed: it may wrap)."""
+    for block in re.findall(r"```(?:python|sh)\n(.*?)```", page.read_text(), re.S):
+        for line in block.splitlines():
+            assert len(line) <= LINE, f"{page.name}: {len(line)} characters: {line}"
 
 
 def test_the_examples_run_the_tree_under_test(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ import contextlib
 import functools
 import http.server
 import importlib.util
+import inspect
 import json
 import os
 import re
@@ -27,6 +28,7 @@ from typing import Any
 import pytest
 import websocket
 
+import mcp_tasks as mt
 from tests.conftest import ROOT
 from tests.test_docs import DOCSTRING_EXAMPLES, FENCE
 
@@ -233,8 +235,70 @@ def test_each_page_renders(site: str, browser: DevTools, path: str, title: str) 
 def test_the_api_reference_is_rendered_from_the_docstrings(site: str, browser: DevTools) -> None:
     browser.goto(f"{site}/reference/many/")
     text = browser.evaluate("document.getElementById('mcp_tasks.wait_all').closest('.doc-object').innerText")
-    assert "ManyOptions" in text  # its signature, from the code
+    assert "tasks: Iterable[str | Status]" in text  # its signature, from the code
     assert "final Statuses" in text  # its docstring
+    # its options, each with what it does, from ManyOptions: not two links away
+    parameters = text.split("Parameters:", 1)[1]
+    for option in mt.ManyOptions.__annotations__:
+        assert f"\n{option} (" in parameters, option
+    assert "Seconds for the whole set" in parameters
+
+
+def _options_apis() -> list[tuple[str, str, list[str]]]:
+    """The public functions and methods that take `**options: Unpack[SomeOptions]`: the page of
+    the API reference that shows each, its anchor there, and the names of its options."""
+    pages = {
+        name: source.relative_to(DOCS).with_suffix("").as_posix() + "/"
+        for source in (DOCS / "reference").glob("*.md")
+        for name in re.findall(r"(?m)^::: mcp_tasks\.([\w.]+)$", source.read_text())
+    }
+    found = []
+    for name in mt.__all__:
+        value = getattr(mt, name)
+        members = [(name, value)]
+        if inspect.isclass(value):
+            members += [(f"{name}.{key}", m) for key, m in vars(value).items() if not key.startswith("_")]
+        for qualified, member in members:
+            member = getattr(member, "__func__", member)  # a classmethod
+            if not inspect.isfunction(member):
+                continue
+            for parameter in inspect.signature(member).parameters.values():
+                unpacked = re.fullmatch(r"Unpack\[(\w+)\]", str(parameter.annotation))
+                if parameter.kind is parameter.VAR_KEYWORD and unpacked:
+                    options = list(getattr(mt, unpacked.group(1)).__annotations__)
+                    found.append((pages[qualified.split(".")[0]], f"mcp_tasks.{qualified}", options))
+    return found
+
+
+OPTIONS_APIS = _options_apis()
+
+
+def test_the_options_apis_are_found() -> None:
+    assert {anchor for _, anchor, _ in OPTIONS_APIS} >= {
+        "mcp_tasks.wait_all",
+        "mcp_tasks.call_and_await",
+        "mcp_tasks.await_task",
+        "mcp_tasks.submit",
+        "mcp_tasks.Client.http",
+    }
+
+
+@pytest.mark.parametrize(("path", "anchor", "options"), OPTIONS_APIS, ids=[a for _, a, _ in OPTIONS_APIS])
+def test_each_options_api_shows_its_options(
+    site: str, browser: DevTools, path: str, anchor: str, options: list[str]
+) -> None:
+    """Its keywords in its own entry (the signature and a list, each with what it does and its
+    default), not behind a link to the TypedDict that types them."""
+    browser.goto(f"{site}/{path}")
+    text = browser.evaluate(f"document.getElementById({anchor!r}).closest('.doc-object').innerText")
+    signature, _, parameters = text.partition("Parameters:")
+    for option in options:
+        assert f"\n    {option}: " in signature, f"{anchor}: {option} is not in its signature"
+        entry = re.search(rf"(?m)^{option} \((.*)\) – *\n+(.+)", parameters)  # "name (type) – what it does"
+        assert entry and entry.group(2).strip(), f"{anchor}: {option} is not listed with what it does"
+        kind, does = entry.groups()
+        assert "default: ..." not in kind, f"{anchor}: {option}'s default is not said"
+        assert "default: " in kind or "Default: " in does, f"{anchor}: {option}'s default is not said"
 
 
 def test_the_changelog_page_is_the_changelog(site: str, browser: DevTools) -> None:
@@ -282,3 +346,25 @@ def test_every_python_block_on_the_site_is_an_example_that_runs(site: str) -> No
     in_sources = sum(len(FENCE.findall(page.read_text())) for page in DOCS.rglob("*.md"))
     assert shown == in_sources > 0
     assert in_docstrings == len(DOCSTRING_EXAMPLES)
+
+
+OVERFLOWING = """
+[...document.querySelectorAll('article pre > code')]
+  .filter(code => code.scrollWidth > code.clientWidth)
+  .map(code => `${code.scrollWidth} > ${code.clientWidth}: ${code.innerText.split('\\n')[0].slice(0, 60)}`)
+"""
+"""The code blocks of the page that scroll sideways: a line of them is cut off at the column."""
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+@pytest.mark.parametrize(("path", "title"), PAGES, ids=[path or "index" for path, _ in PAGES])
+def test_every_code_block_fits_the_column(site: str, browser: DevTools, path: str, title: str, width: int) -> None:
+    """A desktop window and a phone: each block's lines wrap or fit, none hides its end (what an
+    example prints, in its comment) behind a scroll bar."""
+    browser.send("Emulation.setDeviceMetricsOverride", width=width, height=900, deviceScaleFactor=1, mobile=width < 600)
+    try:
+        browser.goto(f"{site}/{path}")
+        assert browser.evaluate("window.innerWidth") == width
+        assert browser.evaluate(OVERFLOWING) == []
+    finally:
+        browser.send("Emulation.clearDeviceMetricsOverride")

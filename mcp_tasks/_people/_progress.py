@@ -145,8 +145,8 @@ class SetProgress:
     The plain hook for a progress bar of your own (tqdm, rich): `callback` (when given) is
     called with a snapshot after each change::
 
-        def show(snapshot):
-            print(f"{snapshot.over}/{snapshot.total} over")  # tqdm: bar.n = snapshot.over
+        def show(snapshot):  # with tqdm: bar.n = snapshot.over
+            print(f"{snapshot.over}/{snapshot.total} over")
 
         mt.wait_all(client, [task], on_status=mt.SetProgress(show))
 

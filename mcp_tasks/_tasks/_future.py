@@ -28,23 +28,35 @@ __all__ = ["INPUT_WORKERS", "SubmitOptions", "TaskFuture", "bind_future", "submi
 class SubmitOptions(TypedDict, total=False):
     """The options of `submit`: `timeout` and `meta` of the ``tools/call``; the others those of
     `wait_task` for the wait that resolves the future (which has no deadline of its own: give
-    ``future.result(timeout=...)`` one). `on_status` runs in the driver's thread, `input` (and
-    the `on_status` of what it answers) on one of its input workers.
-    `store` (the client's when left out) records the statuses and keeps the answers' ledger and
-    the task's lease, as for `wait_task`. `key`: the call's idempotency key (see `call_tool`): a
-    key already recorded binds the future to that call's task (or its kept result).
+    ``future.result(timeout=...)`` one).
     """
 
     timeout: float | None
+    """Seconds for the ``tools/call`` request (not the task); None: no limit. Default: the
+    client's timeout."""
     meta: Mapping[str, Any] | None
+    """The ``_meta`` of the ``tools/call``. Default: None."""
     key: str | None
+    """The call's idempotency key (see `call_tool`): a key already recorded binds the future to
+    that call's task (or its kept result). Default: None."""
     poll_interval: float
+    """Seconds between reads when the task suggests none. Default: 1.0."""
     min_poll_interval: float
+    """Never read more often than this. Default: 0.05."""
     request_timeout: float | None
+    """The limit of each request of the wait; None: no limit. Default: the client's timeout."""
     listen: bool | None
+    """True: the client's shared ``subscriptions/listen`` stream; False: poll; None: the stream
+    when the server has one, else poll. Default: None."""
     input: InputOption
+    """How input is answered, on one of the driver's input workers: "handlers", "return", a
+    function, a strategy. Default: "handlers"."""
     on_status: OnStatus | None
+    """Called in the driver's thread with each status seen (on an input worker for the status
+    its answer brings). Default: None."""
     store: TaskStore | None
+    """Records the statuses and keeps the answers' ledger and the task's lease, as for
+    `wait_task`. Default: the client's ``store``."""
 
 
 def submit(

@@ -31,20 +31,32 @@ __all__ = ["ManyOptions", "as_completed", "cancel_pending", "wait_all", "wait_an
 
 
 class ManyOptions(TypedDict, total=False):
-    """The options of `wait_all`, `as_completed` and `wait_any`: those of `wait_task`, with
-    `listen` None (auto: the client's shared listen stream when the server has one, else polls)
-    as the default; `timeout` covers the whole set.
+    """The options of `wait_all`, `as_completed` and `wait_any`: those of `wait_task`, but
+    `timeout` covers the whole set and `listen` may be None (auto), its default.
     """
 
     timeout: float | None
+    """Seconds for the whole set; None waits for ever. Default: 60.0."""
     poll_interval: float
+    """Seconds between reads of a task that suggests none. Default: 1.0."""
     min_poll_interval: float
+    """Never read a task more often than this. Default: 0.05."""
     request_timeout: float | None
+    """The limit of each request; None: no limit but the set's own. Default: the client's
+    timeout."""
     listen: bool | None
+    """True: the client's shared ``subscriptions/listen`` stream; False: poll; None: the stream
+    when the server has one, else poll. Default: None."""
     input: InputOption
+    """How input is answered: "handlers", "return", a function, a strategy. Default: "handlers"."""
     on_status: OnStatus | None
+    """Called with each status seen (a `SetProgress` counts the set). Default: None."""
     cancel_on_timeout: bool
+    """Cancel the unfinished tasks when the time is up, within `CANCEL_BUDGET` (0.25 s) in all.
+    Default: False."""
     store: TaskStore | None
+    """The `TaskStore` the waits record into, replay unacknowledged answers from and lease the
+    tasks in. Default: the client's ``store``."""
 
 
 def cancel_pending(client: Client) -> Callable[[list[Member]], bool]:

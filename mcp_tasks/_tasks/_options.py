@@ -39,31 +39,29 @@ InputOption = Union[Literal["handlers", "return"], Callable[[Status], "dict[str,
 
 
 class WaitOptions(TypedDict, total=False):
-    """The options of `wait_task`, `await_task` and `call_and_await` (defaults in brackets).
-
-    - `timeout`: seconds for the whole wait; None waits for ever [60.0].
-    - `poll_interval`: seconds between reads when the task suggests none [1.0].
-    - `min_poll_interval`: never read more often than this [0.05].
-    - `request_timeout`: the limit of each request of the wait [the client's timeout]; None:
-      no limit but the wait's own.
-    - `listen`: follow a ``subscriptions/listen`` stream instead of polling [False].
-    - `input`: how input is answered: "handlers", "return", a function, a strategy ["handlers"].
-    - `on_status`: called in the caller's thread with each status seen [None].
-    - `cancel_on_timeout`: cancel the task when the time is up, spending at most
-      `CANCEL_BUDGET` (0.25 s) more [False].
-    - `store`: the `TaskStore` the wait records into, replays unacknowledged answers from and
-      leases the task in [the client's ``store``].
-    """
+    """The options of `wait_task`, `await_task` and `call_and_await`, each with its default."""
 
     timeout: float | None
+    """Seconds for the whole wait; None waits for ever. Default: 60.0."""
     poll_interval: float
+    """Seconds between reads when the task suggests none. Default: 1.0."""
     min_poll_interval: float
+    """Never read more often than this. Default: 0.05."""
     request_timeout: float | None
+    """The limit of each request of the wait; None: no limit but the wait's own. Default: the
+    client's timeout."""
     listen: bool
+    """Follow a ``subscriptions/listen`` stream instead of polling. Default: False."""
     input: InputOption
+    """How input is answered: "handlers", "return", a function, a strategy. Default: "handlers"."""
     on_status: OnStatus | None
+    """Called in the caller's thread with each status seen. Default: None."""
     cancel_on_timeout: bool
+    """Cancel the task when the time is up, spending at most `CANCEL_BUDGET` (0.25 s) more.
+    Default: False."""
     store: TaskStore | None
+    """The `TaskStore` the wait records into, replays unacknowledged answers from and leases the
+    task in. Default: the client's ``store``."""
 
 
 def _flag(name: str, value: object) -> bool:

@@ -84,13 +84,14 @@ def checked(
 
 
 class CallOptions(TypedDict, total=False):
-    """The options of the ``tools/call`` that `call_and_await` sends (`key`: its idempotency key,
-    see `call_tool`).
-    """
+    """The options of the ``tools/call`` that `call_and_await` sends (its `call_opts`)."""
 
     timeout: float | None
+    """Seconds for the ``tools/call`` request; None: no limit. Default: the client's timeout."""
     meta: Mapping[str, Any] | None
+    """The ``_meta`` of the ``tools/call``. Default: None."""
     key: str | None
+    """The call's idempotency key (see `call_tool`). Default: None."""
 
 
 def _call_options(value: object) -> CallOptions:
