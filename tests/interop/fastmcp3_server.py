@@ -6,7 +6,7 @@ Run from .venv-peers-fastmcp3:
     .venv-peers-fastmcp3/bin/python tests/interop/fastmcp3_server.py http PORT    # 127.0.0.1 only; PORT may be 0
 
 Over HTTP the endpoint is ``http://127.0.0.1:PORT/mcp``; the script binds the socket itself and
-prints ``listening on PORT`` once it is bound.
+prints ``listening on PORT`` once it listens.
 
 Tools (``execution.taskSupport`` in brackets; task ones advertise a 100 ms poll interval):
     quick(x)               [optional] answers x + 1 at once
@@ -105,6 +105,7 @@ def serve_http(port: int) -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((HOST, port))
+    sock.listen(128)  # before saying so: a client that connects at once is queued, never refused
     bound = sock.getsockname()[1]
     print(f"listening on {bound}", flush=True)
     # Nothing else goes to stdout: whoever started us may stop reading it now.

@@ -5,7 +5,7 @@ implementation of the io.modelcontextprotocol/tasks extension), run from .venv-p
     .venv-peers/bin/python tests/interop/fastmcp_server.py http PORT     # 127.0.0.1 only; PORT may be 0
 
 Over HTTP the endpoint is ``http://127.0.0.1:PORT/mcp``; the script binds the socket itself and
-prints ``listening on PORT`` once it is bound (the port that was picked when PORT is 0). The task
+prints ``listening on PORT`` once it listens (the port that was picked when PORT is 0). The task
 store is fastmcp-tasks' in-process memory backend, so tasks live as long as the process.
 
 Tools (task ones advertise a 100 ms poll interval unless said otherwise):
@@ -120,6 +120,7 @@ def serve_http(port: int) -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((HOST, port))
+    sock.listen(128)  # before saying so: a client that connects at once is queued, never refused
     bound = sock.getsockname()[1]
     print(f"listening on {bound}", flush=True)
     # Nothing else goes to stdout: whoever started us may stop reading it now.

@@ -7,7 +7,7 @@ Run from .venv-peers-mcp1:
     .venv-peers-mcp1/bin/python tests/interop/mcp1_server.py http PORT    # 127.0.0.1 only; PORT may be 0
 
 Over HTTP the endpoint is ``http://127.0.0.1:PORT/mcp`` (the SDK's stateful Streamable HTTP session
-manager); the script binds the socket itself and prints ``listening on PORT`` once it is bound.
+manager); the script binds the socket itself and prints ``listening on PORT`` once it listens.
 
 Tools (``execution.taskSupport`` in brackets; tasks get the SDK's 500 ms poll interval):
     quick(x)               [optional] answers x + 1 at once
@@ -163,6 +163,7 @@ def serve_http(port: int) -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((HOST, port))
+    sock.listen(128)  # before saying so: a client that connects at once is queued, never refused
     print(f"listening on {sock.getsockname()[1]}", flush=True)
     # Nothing else goes to stdout: whoever started us may stop reading it now.
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())

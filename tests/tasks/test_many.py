@@ -280,7 +280,10 @@ def test_a_cap_on_ids_per_stream_means_a_few_streams_and_polls_beyond(
         len(e["params"]["notifications"]["taskIds"])
         for e in server.journal.events(lambda e: e.get("rpc") == "subscriptions/listen")
     ]
-    assert asked == [10] + [2] * MAX_CAPPED_STREAMS
+    # The tasks may all complete on the first capped stream before the watch opens the next ones:
+    # how many it opens is the race's, that none carries more than the cap or goes past the most is not.
+    assert asked[0] == 10 and asked[1:] == [2] * len(asked[1:]), asked
+    assert 1 <= len(asked[1:]) <= MAX_CAPPED_STREAMS, asked
 
 
 def test_a_task_the_server_forgets_ends_its_wait_with_a_clear_error(
