@@ -51,7 +51,7 @@ from mcp_tasks.cli._store import (
     where,
 )
 from mcp_tasks.cli._target import check_target, kind_of, load_server
-from mcp_tasks.cli._text import is_no_such_task, task_support, tied_to_command
+from mcp_tasks.cli._text import no_such_task, task_support, tied_to_command
 from mcp_tasks.cli._trace import Tracing
 from mcp_tasks.transports.stdio import StdioTransport
 
@@ -376,11 +376,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except McpError as exc:
         # The server's text, exact (--json keeps it so; the line shown is escaped); it may quote the id.
         said = redact_ids(exc.message, state.get("task_id"))
-        if "task_id" in state and is_no_such_task(exc):
-            message = (
-                f"no such task {short_id(state['task_id'])} on this server (expired, mistyped, or another session's)"
-            )
-            return _fail(console, EXIT_NO_TASK, f"{message}: {said} (error {exc.code})", debug, code=exc.code)
+        if "task_id" in state and (unknown := no_such_task(exc, state["task_id"])) is not None:
+            return _fail(console, EXIT_NO_TASK, unknown, debug, code=exc.code)
         return _fail(console, _outcome_code(exc), f"{said} (error {exc.code})", debug, code=exc.code)
     except (InvalidStatus, TypeError, ValueError) as exc:
         return _fail(console, EXIT_USAGE, str(exc), debug)
