@@ -246,6 +246,7 @@ def _call(args: argparse.Namespace, client: Client, console: Console, state: dic
         sys.stdout.write(printable(called.task_id) + "\n")  # a hostile id cannot drive the terminal
         return EXIT_OK
     console.event("task", f"Task created: {called.task_id}\n{_resume_hint(args, state)}", **fields)
+    state["resume_shown"] = "yes"  # a timeout then points at it rather than say it again
     return _wait(args, client, console, called, state)
 
 
@@ -338,7 +339,7 @@ def _interrupted(args: argparse.Namespace, state: dict[str, str]) -> str:
 
 def _timed_out(args: argparse.Namespace, state: dict[str, str], error: TaskTimeout) -> str:
     if kind_of(args.target) == "http":
-        return f"{error}. {_resume_hint(args, state)}"
+        return f"{error}, as printed above" if "resume_shown" in state else f"{error}. {_resume_hint(args, state)}"
     last = f" (last seen {error.status.wire_status})" if error.status is not None else ""
     within = seconds(error.data["timeoutMs"] / 1000)
     return (

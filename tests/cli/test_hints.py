@@ -105,8 +105,13 @@ def test_a_timeout_over_http_says_what_to_type(http_url: str) -> None:
     done = run("call", http_url, "hold", "--timeout", "0.2")
     assert done.returncode == cli.EXIT_TIMEOUT
     assert "(without --timeout it waits as long as it takes)" in done.stderr
-    assert "Resume with: mcp-tasks wait" in done.stderr
+    assert done.stderr.count("Resume with: mcp-tasks wait") == 1, done.stderr  # printed once, at its creation
+    assert done.stderr.rstrip().endswith("or cancel it, as printed above"), done.stderr
     assert not PYTHON_TERMS.search(done.stderr), done.stderr
+    created = done.stderr.split("Task created: ", 1)[1].split()[0]
+    waited = run("wait", http_url, created, "--timeout", "0.2")  # nothing printed before: said here
+    assert waited.returncode == cli.EXIT_TIMEOUT
+    assert waited.stderr.count(f"Resume with: mcp-tasks wait {http_url} {created}") == 1, waited.stderr
 
 
 @pytest.mark.parametrize(
