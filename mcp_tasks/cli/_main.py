@@ -41,12 +41,12 @@ from mcp_tasks.cli._ids import ambiguous, is_short_form, matching
 from mcp_tasks.cli._parser import UsageError, build_parser
 from mcp_tasks.cli._store import (
     close_store,
+    existing_store,
     find_task,
     list_tasks,
     lookup_store,
     named_store,
     names_store,
-    open_store,
     store_options,
     where,
 )
@@ -121,7 +121,9 @@ def _from_store(args: argparse.Namespace) -> None:
         if args.command in ("call", "wait"):
             args.store_opened = named_store(args)
         return
-    args.store_opened = open_store(args)
+    args.store_opened = existing_store(args)
+    if args.store_opened is None:
+        raise UsageError(f"no task {args.task_id!r}: there is no task store yet (give the TARGET too)")
     try:
         ref = find_task(args.store_opened, args.task_id)
     except ValueError as exc:
@@ -266,7 +268,7 @@ def _tools(client: Client, console: Console) -> int:
 
 def _run(args: argparse.Namespace, console: Console, state: dict[str, str], tracing: Tracing) -> int:
     if args.command == "tasks":
-        list_tasks(open_store(args), sys.stdout, form="json" if args.json else "jsonl" if args.jsonl else "table")
+        list_tasks(existing_store(args), sys.stdout, form="json" if args.json else "jsonl" if args.jsonl else "table")
         return EXIT_OK
     if args.command == "adopt":
         return EXIT_OK if not run_adopt(args, auth_of(args), dict(args.header) or None) else EXIT_FAILED
