@@ -141,7 +141,7 @@ def test_the_command_says_no_such_task_without_the_id(
         for command in ("get", "wait", "cancel"):
             done = run(command, url, task_id)
             assert done.returncode == cli.EXIT_NO_TASK, (command, done.stderr)
-            assert f"no such task {short_id(task_id)} on this server" in done.stderr
+            assert f"task {short_id(task_id)}: " in done.stderr and "(no such task on this server:" in done.stderr
             assert_hidden(done.stderr + done.stdout, task_id)
             with_json = run(command, url, task_id, "--json")
             assert with_json.returncode == cli.EXIT_NO_TASK, (command, with_json.stderr)

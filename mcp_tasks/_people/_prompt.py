@@ -82,18 +82,36 @@ def _in_notebook() -> bool:
     return shell is not None and hasattr(shell, "kernel")
 
 
+QUESTION_IN_PROMPT = 60
+"""How much of the server's question a notebook's input box repeats (its frontend may show the
+printed question after the box, or far above it)."""
+
+
+def _short(message: object) -> str:
+    """The question on one line, cut to `QUESTION_IN_PROMPT` characters ("" for none)."""
+    if not isinstance(message, str):
+        return ""
+    text = printable(" ".join(message.split()))
+    return text if len(text) <= QUESTION_IN_PROMPT else text[: QUESTION_IN_PROMPT - 1] + "…"
+
+
 class TextPrompter:
-    """The default `Prompter`: in a notebook the kernel's ``input()`` and ``print``; elsewhere
-    prompts and messages on `out` (stderr) and answers from `stdin`, both looked up when used.
+    """The default `Prompter`: in a notebook the kernel's ``input()`` and ``print``, each input
+    box's prompt led by the question it answers; elsewhere prompts and messages on `out` (stderr)
+    and answers from `stdin`, both looked up when used.
     """
 
     def __init__(self, stdin: IO[str] | None = None, out: IO[str] | None = None) -> None:
         self._stdin = stdin
         self._out = out
+        self._asking = threading.local()  # the question a notebook's prompts repeat, per asking thread
 
     def ask(self, prompt: str, field: str) -> str:
         """See `Prompter.ask`."""
         if self._stdin is None and self._out is None and _in_notebook():
+            question = getattr(self._asking, "question", "")
+            if question:
+                prompt = f"{question} — {prompt.lstrip()}"
             try:
                 return str(builtins.input(prompt))
             except EOFError:
@@ -107,7 +125,9 @@ class TextPrompter:
     def say(self, event: str, text: str, **fields: object) -> None:
         """See `Prompter.say`."""
         if self._stdin is None and self._out is None and _in_notebook():
-            print(text)
+            if event in ("input", "refused"):
+                self._asking.question = _short(fields.get("message"))
+            print(text, flush=True)  # out before the input box is asked for
             return
         out = self._out or sys.stderr
         out.write(text + "\n")

@@ -141,10 +141,11 @@ def scrub(text: str, conninfo: str) -> str:
 
 def pg_error(exc: Exception, store: str, conninfo: str, doing: str) -> StoreError:
     """A psycopg failure as a `StoreError` naming `store` (its server and schema), the password
-    scrubbed from psycopg's text; a refused right and a statement timeout said as such.
+    scrubbed from psycopg's text, made one line; a refused right and a statement timeout said as such.
     """
     code = getattr(exc, "sqlstate", None)
-    text = scrub(str(exc).strip() or type(exc).__name__, conninfo)
+    # libpq's text spans lines ("...refused\n\tIs the server running..."): said as one line
+    text = " ".join(scrub(str(exc), conninfo).split()) or type(exc).__name__
     if code == "42501":
         why = f"the role may not do this ({text}): grant it the rights on the schema, or name another schema"
     elif code == "57014":

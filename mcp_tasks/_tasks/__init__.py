@@ -20,11 +20,13 @@ from mcp_tasks._tasks._many import ManyOptions, as_completed, wait_all, wait_any
 from mcp_tasks._tasks._options import CANCEL_BUDGET, DEFAULT_POLL_INTERVAL, WaitOptions
 from mcp_tasks._tasks._protocol import capabilities, invalid_task
 from mcp_tasks._tasks._resume import resume
+from mcp_tasks._tasks._unknown import UNKNOWN_TASK_HINT, is_unknown_task, with_unknown_hint
 from mcp_tasks._tasks._wait import CallOptions, await_task, call_and_await, wait_task
 
 __all__ = [
     "CANCEL_BUDGET",
     "DEFAULT_POLL_INTERVAL",
+    "UNKNOWN_TASK_HINT",
     "CallOptions",
     "FailedWait",
     "ManyOptions",
@@ -41,6 +43,7 @@ __all__ = [
     "capabilities",
     "get_task",
     "invalid_task",
+    "is_unknown_task",
     "list_tasks",
     "may_create_task",
     "outcome",
@@ -52,4 +55,5 @@ __all__ = [
     "wait_all",
     "wait_any",
     "wait_task",
+    "with_unknown_hint",
 ]

@@ -25,6 +25,7 @@ from mcp_tasks._session._channel import Channel, Envelope
 from mcp_tasks._session._dispatch import RequestOwner
 from mcp_tasks._status import Status, TaskState
 from mcp_tasks._tasks._side import side_of
+from mcp_tasks._tasks._unknown import with_unknown_hint
 from mcp_tasks._wire import META_CLIENT_CAPABILITIES, TASKS_EXTENSION, malformed, merge_meta
 
 __all__ = ["Legacy", "Modern", "TaskProtocol", "capabilities", "invalid_task", "protocol_of"]
@@ -67,6 +68,19 @@ def decode(task: object, era: str, task_id: str | None = None, session_id: str |
     if task_id is not None and status.task_id != task_id:
         raise invalid_task(task, InvalidStatus("taskId", "is not the task that was asked for"))
     return status
+
+
+def _about_task(
+    channel: Channel, method: str, params: dict[str, Any], deadline: Deadline, meta: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """A 2026 request about one task; a server's bare "not found" comes with what it means."""
+    try:
+        return channel.send(method, params, deadline, meta=meta, answer_input=False)
+    except McpError as exc:
+        hinted = with_unknown_hint(exc)
+        if hinted is exc:
+            raise
+        raise hinted from exc
 
 
 class TaskProtocol:
@@ -174,7 +188,7 @@ class Modern(TaskProtocol):
         self, task_id: str, deadline: Deadline, meta: Mapping[str, Any] | None, *, result: dict[str, Any] | None = None
     ) -> Status:
         """See `TaskProtocol.read`: ``tasks/get`` (input comes in its result, so nothing drives)."""
-        result = self.channel.send("tasks/get", {"taskId": task_id}, deadline, meta=meta, answer_input=False)
+        result = _about_task(self.channel, "tasks/get", {"taskId": task_id}, deadline, meta)
         return decode(result, self.era, task_id)
 
     def update(
@@ -182,13 +196,13 @@ class Modern(TaskProtocol):
     ) -> None:
         """See `TaskProtocol.update`."""
         params = {"taskId": task_id, "inputResponses": dict(responses)}
-        result = self.channel.send("tasks/update", params, deadline, meta=meta, answer_input=False)
+        result = _about_task(self.channel, "tasks/update", params, deadline, meta)
         if result.get("resultType") == "input_required":
             raise invalid_task(result)
 
     def cancel(self, task_id: str, deadline: Deadline, meta: Mapping[str, Any] | None) -> None:
         """See `TaskProtocol.cancel` (cancelling a finished task changes nothing)."""
-        result = self.channel.send("tasks/cancel", {"taskId": task_id}, deadline, meta=meta, answer_input=False)
+        result = _about_task(self.channel, "tasks/cancel", {"taskId": task_id}, deadline, meta)
         if result.get("resultType") == "input_required":
             raise invalid_task(result)
 
@@ -295,12 +309,15 @@ class Legacy(TaskProtocol):
         try:
             result = self.channel.send("tasks/get", {"taskId": task_id}, deadline, meta=meta)
         except McpError as exc:
+            hinted = with_unknown_hint(exc)
             if exc.code != INVALID_PARAMS or self.channel.transport.session_id is None:
-                raise
+                if hinted is exc:
+                    raise
+                raise hinted from exc
             # Say why a task from elsewhere may be unknown here, and how to reach it.
             raise McpError(
                 exc.code,
-                f"{exc.message} (a 2025-era server may keep a task for the HTTP session that created "
+                f"{hinted.message} (a 2025-era server may keep a task for the HTTP session that created "
                 "it only: join that session with Client.http(url, session_id=status.session_id))",
                 exc.data,
                 exc.kind,

@@ -25,6 +25,7 @@ from mcp_tasks._redact import short_id
 from mcp_tasks._session._dispatch import error_response
 from mcp_tasks._session._turns import Until, waiting_until
 from mcp_tasks._status import Status, TaskState
+from mcp_tasks._tasks._contradiction import unsettled
 from mcp_tasks._tasks._ends import ends_of
 from mcp_tasks._tasks._options import WaitSettings
 from mcp_tasks._tasks._protocol import TaskProtocol, protocol_of
@@ -210,6 +211,8 @@ class TaskWait:
                 self.terminal = first = status
                 self.last = status
                 self._notify(status)
+            if not first.detailed:  # the read that was to bring its payload did not
+                raise unsettled(first, status)
             return first
         self.last = status
         self.input_declined = False

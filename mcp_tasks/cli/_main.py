@@ -43,17 +43,17 @@ from mcp_tasks.cli._keys import Detached
 from mcp_tasks.cli._parser import UsageError, build_parser
 from mcp_tasks.cli._store import (
     close_store,
+    existing_store,
     find_task,
     list_tasks,
     lookup_store,
     named_store,
     names_store,
-    open_store,
     store_options,
     where,
 )
 from mcp_tasks.cli._target import check_target, kind_of, load_server
-from mcp_tasks.cli._text import is_no_such_task, task_support, tied_to_command
+from mcp_tasks.cli._text import no_such_task, task_support, tied_to_command
 from mcp_tasks.cli._trace import Tracing
 from mcp_tasks.transports.stdio import StdioTransport
 
@@ -123,7 +123,9 @@ def _from_store(args: argparse.Namespace) -> None:
         if args.command in ("call", "wait"):
             args.store_opened = named_store(args)
         return
-    args.store_opened = open_store(args)
+    args.store_opened = existing_store(args)
+    if args.store_opened is None:
+        raise UsageError(f"no task {args.task_id!r}: there is no task store yet (give the TARGET too)")
     try:
         ref = find_task(args.store_opened, args.task_id)
     except ValueError as exc:
@@ -233,6 +235,7 @@ def _call(args: argparse.Namespace, client: Client, console: Console, state: dic
         leave(args, console, state, "task", f"Task created: {called.task_id} (detached: it runs on at the server)")
         return EXIT_OK
     console.event("task", f"Task created: {called.task_id}\n{resume_hint(args, state)}", **fields)
+    state["resume_shown"] = "yes"  # a timeout then points at it rather than say it again
     return _wait(args, client, console, called, state)
 
 
@@ -252,7 +255,7 @@ def _tools(client: Client, console: Console) -> int:
 
 def _run(args: argparse.Namespace, console: Console, state: dict[str, str], tracing: Tracing) -> int:
     if args.command == "tasks":
-        list_tasks(open_store(args), sys.stdout, form="json" if args.json else "jsonl" if args.jsonl else "table")
+        list_tasks(existing_store(args), sys.stdout, form="json" if args.json else "jsonl" if args.jsonl else "table")
         return EXIT_OK
     if args.command == "adopt":
         return EXIT_OK if not run_adopt(args, auth_of(args), dict(args.header) or None) else EXIT_FAILED
@@ -327,7 +330,7 @@ def _interrupted(args: argparse.Namespace, state: dict[str, str]) -> str:
 
 def _timed_out(args: argparse.Namespace, state: dict[str, str], error: TaskTimeout) -> str:
     if kind_of(args.target) == "http":
-        return f"{error}. {resume_hint(args, state)}"
+        return f"{error}, as printed above" if "resume_shown" in state else f"{error}. {resume_hint(args, state)}"
     last = f" (last seen {error.status.wire_status})" if error.status is not None else ""
     within = seconds(error.data["timeoutMs"] / 1000)
     return (
@@ -368,11 +371,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except McpError as exc:
         # The server's text, exact (--json keeps it so; the line shown is escaped); it may quote the id.
         said = redact_ids(exc.message, state.get("task_id"))
-        if "task_id" in state and is_no_such_task(exc):
-            message = (
-                f"no such task {short_id(state['task_id'])} on this server (expired, mistyped, or another session's)"
-            )
-            return _fail(console, EXIT_NO_TASK, f"{message}: {said} (error {exc.code})", debug, code=exc.code)
+        if "task_id" in state and (unknown := no_such_task(exc, state["task_id"])) is not None:
+            return _fail(console, EXIT_NO_TASK, unknown, debug, code=exc.code)
         return _fail(console, _outcome_code(exc), f"{said} (error {exc.code})", debug, code=exc.code)
     except (InvalidStatus, TypeError, ValueError) as exc:
         return _fail(console, EXIT_USAGE, str(exc), debug)

@@ -12,6 +12,7 @@ import logging
 import os
 import time
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import IO, Any, Literal
 
 from mcp_tasks._printable import printable
@@ -19,12 +20,14 @@ from mcp_tasks._redact import shown_endpoint
 from mcp_tasks._store import Intent, TaskRef, TaskStore, default_store_path
 from mcp_tasks._store import open_store as open_location
 from mcp_tasks._store._error import StoreError
+from mcp_tasks._store._location import store_location
 from mcp_tasks._store._sqlite import STORE_ENV
 from mcp_tasks.cli._ids import pick, shown_ids
 
 __all__ = [
     "add_store_option",
     "close_store",
+    "existing_store",
     "find_task",
     "iso_time",
     "list_tasks",
@@ -66,6 +69,25 @@ def open_store(args: argparse.Namespace) -> TaskStore:
     return opened
 
 
+def existing_store(args: argparse.Namespace) -> TaskStore | None:
+    """The store of `open_store`, for a command that only reads it (``tasks``, a lookup): a
+    SQLite file that is not there is not created. One the command names is a ValueError naming
+    its path (a typo must not become an empty store); the default file is None (no task kept yet).
+    """
+    try:
+        kind, location = store_location(getattr(args, "store", None))
+    except ValueError:
+        return open_store(args)  # says it as open_store does
+    if kind == "sqlite" and getattr(args, "store_kept", None) is None:
+        path = Path(location).expanduser() if location is not None else default_store_path()
+        if not path.exists():
+            if names_store(args):
+                named = "--store" if getattr(args, "store", None) is not None else f"${STORE_ENV}"
+                raise ValueError(f"{named}: there is no task store at {path} (mcp-tasks call --store makes one)")
+            return None
+    return open_store(args)
+
+
 def close_store(args: argparse.Namespace) -> None:
     """Close the store the command opened, if it did (a PostgreSQL store's connections and threads)."""
     opened, args.store_kept = getattr(args, "store_kept", None), None
@@ -94,12 +116,9 @@ def names_store(args: argparse.Namespace) -> bool:
 
 def lookup_store(args: argparse.Namespace) -> TaskStore | None:
     """The store to look a short TASK_ID up in: the one the command names, else the default file
-    when there is one (None when there is none: it is not created for a lookup).
+    when there is one (None when there is none: it is not created for a lookup; see `existing_store`).
     """
-    named = named_store(args)
-    if named is not None:
-        return named
-    return open_store(args) if default_store_path().exists() else None
+    return existing_store(args)
 
 
 def store_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -183,15 +202,15 @@ def _listed_intent(intent: Intent) -> dict[str, Any]:
     }
 
 
-def list_tasks(store: TaskStore, out: IO[str], *, form: Literal["table", "json", "jsonl"] = "table") -> int:
+def list_tasks(store: TaskStore | None, out: IO[str], *, form: Literal["table", "json", "jsonl"] = "table") -> int:
     """Write the store's unfinished tasks to `out`, oldest first: a table (id in both-ends form,
     tool, endpoint, age, last status), one JSON array (``json``: full ids, times in ISO 8601 UTC),
     or each task's JSON on a line of its own (``jsonl``); then the calls started whose task id was
     never recorded (``started, id never recorded``, with their key; ``taskId`` null in JSON).
-    Returns how many.
+    Returns how many (none with no store: the default file, not made yet).
     """
-    refs = store.unfinished()
-    intents = _unrecorded(store)
+    refs = store.unfinished() if store is not None else []
+    intents = _unrecorded(store) if store is not None else []
     listed = [_listed(ref) for ref in refs] + [_listed_intent(intent) for intent in intents]
     if form == "json":
         out.write(json.dumps(listed, ensure_ascii=False, indent=2) + "\n")
@@ -209,7 +228,8 @@ def list_tasks(store: TaskStore, out: IO[str], *, form: Literal["table", "json",
         rows.append(tuple(printable(cell) for cell in (key, intent.tool, endpoint, age, NEVER_RECORDED)))
     if form == "table":
         if not rows:
-            out.write(f"no unfinished tasks in {where(store)}\n")
+            kept = where(store) if store is not None else f"{default_store_path()} (there is none yet)"
+            out.write(f"no unfinished tasks in {kept}\n")
             return 0
         rows.insert(0, ("TASK", "TOOL", "ENDPOINT", "AGE", "STATUS"))
         widths = [max(len(row[i]) for row in rows) for i in range(4)]

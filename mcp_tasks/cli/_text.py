@@ -5,17 +5,18 @@ becomes of a task whose server lives and dies with the command.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from mcp_tasks._errors import INVALID_PARAMS, McpError
+from mcp_tasks._errors import McpError
+from mcp_tasks._redact import redact_ids, short_id
+from mcp_tasks._tasks import is_unknown_task, with_unknown_hint
 
 __all__ = [
     "TARGET_FORMS",
     "TARGET_HELP",
     "TASK_ID_HELP",
     "TOOL_HELP",
-    "is_no_such_task",
+    "no_such_task",
     "task_support",
     "tied_to_command",
 ]
@@ -35,18 +36,15 @@ TASK_ID_HELP = (
     "(e294…b175), or a prefix of one task there"
 )
 
-# What servers say for a task they do not know (-32602): "Unknown or inaccessible taskId" (the
-# reference server), "Task nope not found" (fastmcp-tasks), "Failed to retrieve task: Task not
-# found" (mcp 1.30, server-everything). Other -32602 answers ("Cannot cancel task in terminal
-# status") are about a task that exists.
-_NOT_FOUND = re.compile(r"not found|unknown|inaccessible|no such|does not exist|expired", re.I)
 
-
-def is_no_such_task(error: BaseException) -> bool:
-    """Whether a server's error about a task says the task is not there (expired, mistyped, or
-    kept by another session).
+def no_such_task(error: McpError, task_id: str) -> str | None:
+    """The command's line for a server's error that says the task `task_id` is not there (with
+    the library's hint on what that means; the id never whole), None for any other error.
     """
-    return isinstance(error, McpError) and error.code == INVALID_PARAMS and bool(_NOT_FOUND.search(error.message))
+    if not is_unknown_task(error):
+        return None
+    said = redact_ids(with_unknown_hint(error).message, task_id)
+    return f"task {short_id(task_id)}: {said} (error {error.code})"
 
 
 def task_support(era: str, server_supports: bool, tool: dict[str, Any]) -> str:

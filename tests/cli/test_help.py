@@ -1,4 +1,4 @@
-"""``mcp-tasks --help`` as a person reads it at 40, 80 and 200 columns, in a real pseudo-terminal of
+"""``mcp-tasks --help`` as a person reads it at 40, 80, 120 and 200 columns, in a real pseudo-terminal of
 that width: every line fits, no word is broken across lines, the usage line puts the positional
 arguments first, and the authorization options come in their own groups, after the others.
 """
@@ -21,7 +21,7 @@ import pytest
 from mcp_tasks.cli._help import fill
 
 ROOT = Path(__file__).resolve().parents[2]
-WIDTHS = [40, 80, 200]
+WIDTHS = [40, 80, 120, 200]
 COMMANDS = [[], ["call"], ["wait"], ["get"], ["cancel"], ["tools"], ["tasks"], ["adopt"], ["demo"]]
 
 
@@ -114,6 +114,9 @@ def test_the_top_level_usage_and_the_tables_keep_their_shape(helps: dict[tuple[i
     for columns in WIDTHS:
         usage = " ".join(helps[(columns, "wait")].split("\n\n", 1)[0].split())
         assert usage == "usage: mcp-tasks wait [TARGET] TASK_ID [options]"
+        adopt = helps[(columns, "adopt")]
+        assert " ".join(adopt.split("\n\n", 1)[0].split()) == "usage: mcp-tasks adopt [options]"
+        assert "\nauthorization: OAuth" in adopt and "--client-secret-file" in adopt  # in their own section
     wide = helps[(200, "call")]
     assert "  http://host:port/mcp   a Streamable HTTP server\n" in wide
     assert re.search(r"\n  8 +no such task: the server does not know the task id \(expired, mistyped,", wide)

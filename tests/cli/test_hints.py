@@ -84,12 +84,34 @@ def test_an_answer_stdin_cannot_give_is_said_as_the_command(http_url: str) -> No
     assert not PYTHON_TERMS.search(done.stderr), done.stderr
 
 
+def test_an_unknown_task_has_the_same_hint_from_the_api_and_the_command(http_url: str) -> None:
+    """A bare id the server does not know: the API's error carries what the command says (one
+    wording, the library's), after the server's own text.
+    """
+    hint = "no such task on this server: expired, mistyped, or another session's"
+    with mt.Client.http(http_url) as client:
+        for ask in (mt.get_task, mt.cancel_task, mt.wait_task):
+            with pytest.raises(mt.McpError) as raised:
+                ask(client, "nope-0123456789")
+            assert raised.value.code == -32602
+            said = raised.value.message
+            assert said == f"Unknown or inaccessible taskId ({hint})", (ask, said)
+    done = run("get", http_url, "nope-0123456789")
+    assert done.returncode == cli.EXIT_NO_TASK
+    assert f"task nope…6789: Unknown or inaccessible taskId ({hint}) (error -32602)" in done.stderr
+
+
 def test_a_timeout_over_http_says_what_to_type(http_url: str) -> None:
     done = run("call", http_url, "hold", "--timeout", "0.2")
     assert done.returncode == cli.EXIT_TIMEOUT
     assert "(without --timeout it waits as long as it takes)" in done.stderr
-    assert "Resume with: mcp-tasks wait" in done.stderr
+    assert done.stderr.count("Resume with: mcp-tasks wait") == 1, done.stderr  # printed once, at its creation
+    assert done.stderr.rstrip().endswith("or cancel it, as printed above"), done.stderr
     assert not PYTHON_TERMS.search(done.stderr), done.stderr
+    created = done.stderr.split("Task created: ", 1)[1].split()[0]
+    waited = run("wait", http_url, created, "--timeout", "0.2")  # nothing printed before: said here
+    assert waited.returncode == cli.EXIT_TIMEOUT
+    assert waited.stderr.count(f"Resume with: mcp-tasks wait {http_url} {created}") == 1, waited.stderr
 
 
 @pytest.mark.parametrize(

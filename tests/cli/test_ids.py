@@ -130,7 +130,9 @@ def test_tasks_json_is_one_array_with_iso_times_and_jsonl_a_line_each(tmp_path: 
     assert tool.returncode == 0, tool.stderr
     lines = run("tasks", "--jsonl", "--store", str(path)).stdout.splitlines()
     assert [json.loads(line) for line in lines] == listed
-    assert json.loads(run("tasks", "--json", "--store", str(tmp_path / "empty.sqlite3")).stdout) == []
+    missing = run("tasks", "--json", "--store", str(tmp_path / "empty.sqlite3"))  # never made by a listing
+    assert missing.returncode == cli.EXIT_USAGE and "no task store at" in missing.stderr
+    assert not (tmp_path / "empty.sqlite3").exists()
     both = run("tasks", "--json", "--jsonl", "--store", str(path))
     assert both.returncode == cli.EXIT_USAGE and "not allowed with" in both.stderr
 

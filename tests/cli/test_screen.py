@@ -174,7 +174,7 @@ def test_an_unknown_task_has_its_own_exit_code(
         for command in ("get", "wait"):
             done = run(command, url, "no-such-task-id-0123456789")
             assert done.returncode == cli.EXIT_NO_TASK, (url, command, done.stderr)
-            assert "no such task no-s…6789 on this server" in done.stderr
+            assert "task no-s…6789: " in done.stderr and "(no such task on this server: expired," in done.stderr
             assert "(error -32602)" in done.stderr
     assert run("cancel", http_url, "no-such-task-id-0123456789").returncode == cli.EXIT_NO_TASK
     assert run("get", "http://127.0.0.1:9/mcp", "some-task").returncode == cli.EXIT_ERROR  # down, not unknown

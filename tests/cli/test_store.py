@@ -159,3 +159,30 @@ def test_the_cli_refuses_a_location_it_cannot_read_without_showing_it(
     err = capsys.readouterr().err
     assert f"127.0.0.1:{port}/inventory" in err and secret not in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_reading_commands_never_make_a_store(
+    http_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A mistyped --store (or $MCP_TASKS_STORE) is an error naming its path for a command that only
+    reads the store, never an empty store made there; ``call --store`` makes it. The default file,
+    not made yet, has no tasks.
+    """
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.delenv("MCP_TASKS_STORE", raising=False)
+    typo = tmp_path / "typo" / "dir" / "x.sqlite3"
+    for command in (["tasks"], ["tasks", "--json"], ["wait", "e294…b175"], ["get", http_url, "e294…b175"]):
+        assert cli.main([*command, "--store", str(typo)]) == cli.EXIT_USAGE, command
+        assert f"--store: there is no task store at {typo}" in capsys.readouterr().err, command
+    monkeypatch.setenv("MCP_TASKS_STORE", str(typo))
+    assert cli.main(["tasks"]) == cli.EXIT_USAGE
+    assert f"$MCP_TASKS_STORE: there is no task store at {typo}" in capsys.readouterr().err
+    assert not (tmp_path / "typo").exists()
+    monkeypatch.delenv("MCP_TASKS_STORE")
+    assert cli.main(["tasks"]) == cli.EXIT_OK  # the default file: no task kept yet
+    assert "no unfinished tasks in " in capsys.readouterr().out and not (tmp_path / "data").exists()
+    assert cli.main(["call", http_url, "shout", '{"text": "hi"}', "--store", str(typo)]) == cli.EXIT_OK
+    assert typo.exists()  # the command that records makes the store
+    capsys.readouterr()
+    assert cli.main(["tasks", "--store", str(typo)]) == cli.EXIT_OK
+    assert capsys.readouterr().out == f"no unfinished tasks in {typo}\n"

@@ -75,10 +75,10 @@ def test_the_interactive_handler_answers_an_elicitation_in_a_notebook() -> None:
     outputs = [o for cell in nb.cells for o in cell.outputs]
     text = "".join(o.get("text", "") for o in outputs if o["output_type"] == "stream")
     assert not [o for o in outputs if o["output_type"] == "error"], outputs
-    assert client.prompts == [
-        "  name [string] (empty to decline): ",
-        "  age [integer] (empty to skip): ",
-        "  age [integer] (empty to skip): ",  # "many" was asked again
+    assert client.prompts == [  # each input box says what it answers
+        "Who are you? — name [string] (empty to decline): ",
+        "Who are you? — age [integer] (empty to skip): ",
+        "Who are you? — age [integer] (empty to skip): ",  # "many" was asked again
     ]
     assert "expected a whole number; try again" in text
     assert "The server asks: Who are you?" in text
@@ -115,7 +115,8 @@ def test_a_hostile_elicitation_reaches_the_notebook_as_visible_escapes() -> None
     outputs = [o for cell in nb.cells for o in cell.outputs]
     assert not [o for o in outputs if o["output_type"] == "error"], outputs
     text = "".join(o.get("text", "") for o in outputs if o["output_type"] == "stream")
-    assert client.prompts == [r"  Name \x1b[2K\x9b2J\u202e [string] (empty to decline): "]
+    shown_question = r"Open \x1b]8;;https://evil.example/\x1b\https://accounts.exa…"
+    assert client.prompts == [shown_question + r" — Name \x1b[2K\x9b2J\u202e [string] (empty to decline): "]
     assert r"The server asks: Open \x1b]8;;https://evil.example/\x1b\https://accounts.example.com/" in text
     assert r"\x1b]0;title\x07 \u2066x\u2069" in text
     shown = text + "".join(client.prompts)

@@ -187,5 +187,17 @@ def test_in_a_notebook_the_kernel_input_is_asked(notebook: list[str], capsys: py
     assert handler is not None
     schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
     assert handler({"message": "Who?", "requestedSchema": schema}) == {"action": "accept", "content": {"name": "Grace"}}
-    assert notebook == ["  name [string] (empty to decline): "]
+    # The input box carries its question: a frontend may show the printed one after the box.
+    assert notebook == ["Who? — name [string] (empty to decline): "]
     assert capsys.readouterr().out == "The server asks: Who?\n"  # a cell's output, not stderr
+
+
+def test_in_a_notebook_a_long_question_is_cut_short_in_the_prompt(notebook: list[str]) -> None:
+    handler = mt.InputHandlers.interactive().form
+    assert handler is not None
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}}
+    message = "Which of the\n  servers " + "far " * 30 + "away?"
+    assert handler({"message": message, "requestedSchema": schema})["action"] == "accept"
+    (prompt,) = notebook
+    question, field = prompt.split(" — ")
+    assert question == ("Which of the servers " + "far " * 30)[:59] + "…" and field == "name [string] (empty to skip): "

@@ -128,6 +128,8 @@ def test_a_server_that_cannot_be_reached_is_named_never_the_password() -> None:
     said = str(raised.value)
     assert f"127.0.0.1:{port}/inventory" in said and "cannot open it" in said
     assert PASSWORD not in said and raised.value.__cause__ is None
+    # libpq's text spans lines ("Connection refused\n\tIs the server running"): one line, never "\n\t"
+    assert "Connection refused Is the server running" in said and "\n" not in said and "\t" not in said
 
 
 def test_a_connection_string_that_cannot_be_read_is_not_shown() -> None:

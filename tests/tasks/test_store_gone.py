@@ -108,7 +108,7 @@ def test_an_unknown_task_nobody_kept_stays_the_servers_error() -> None:
     server = Forgetful()
     with mt.Client.direct(server, store=store) as client, pytest.raises(mt.McpError) as raised:
         mt.wait_task(client, "never-0001", timeout=30)
-    assert raised.value.message == "Unknown or inaccessible taskId" and raised.value.data is None
+    assert raised.value.message.startswith("Unknown or inaccessible taskId (") and raised.value.data is None
     assert server.gets == 1 and store.get("never-0001") is None
 
 

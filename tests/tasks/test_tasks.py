@@ -357,7 +357,7 @@ def test_listening_for_an_unknown_task(client: mt.Client) -> None:
     with pytest.raises(mt.McpError) as error:
         mt.await_task(client, "no-such-task", listen=True, timeout=60)
     assert error.value.code == -32602
-    assert error.value.message == "Unknown or inaccessible taskId"
+    assert error.value.message.startswith("Unknown or inaccessible taskId (no such task on this server:")
 
 
 def test_listen_then_cancel(harness: Harness) -> None:
