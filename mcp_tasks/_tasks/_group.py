@@ -8,8 +8,6 @@ client's close (the channel's ``closed_error()``) and an interrupt end the group
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import time
 from collections.abc import Callable, Iterable
 from contextlib import ExitStack
@@ -25,7 +23,7 @@ from mcp_tasks._tasks._options import WaitSettings
 from mcp_tasks._tasks._record import Claim, Recorder
 from mcp_tasks._tasks._record_many import close_all, release_all, take_all
 from mcp_tasks._tasks._records import saved_ref, store_of
-from mcp_tasks._tasks._schedule import delay
+from mcp_tasks._tasks._schedule import Due, delay
 from mcp_tasks._tasks._task_wait import TaskWait
 from mcp_tasks._tasks._watch import READ, watch_of
 
@@ -65,8 +63,7 @@ class Group:
         self.inbox = self.watch.inbox()
         self.members: list[Member] = []
         self._by_id: dict[str, list[Member]] = {}
-        self._due: list[tuple[float, int, int]] = []
-        self._seq = itertools.count()
+        self._due = Due()
         self._done: list[Member] = []
         self._open = 0
         self._exits = ExitStack()  # the 2025-era waits' request owners
@@ -202,17 +199,15 @@ class Group:
                 for member in self._by_id.get(task_id, ()):
                     if not member.over and not member.driving:
                         self._schedule(member, 0.0) if status is READ else self._take(member, status)
-            now = time.monotonic()
-            while self._due and self._due[0][0] <= now:
-                due, _, index = heapq.heappop(self._due)
+            for index in self._due.take(time.monotonic()):
                 member = self.members[index]
-                if member.due == due and not member.over and not member.driving:
+                if not member.over and not member.driving:
                     self._take(member, None)
             if self._done:
                 break
             if self.deadline.expired():
                 raise self._timed_out()
-            wake = self._due[0][0] if self._due else None
+            wake = self._due.next()
             if self.deadline.at is not None:
                 wake = self.deadline.at if wake is None else min(wake, self.deadline.at)
             with self.watch.changed:
@@ -354,8 +349,7 @@ class Group:
         return member.wait.settings.poll_interval if last is None else member.wait.poll_interval(last)
 
     def _schedule(self, member: Member, after: float) -> None:
-        member.due = time.monotonic() + after
-        heapq.heappush(self._due, (member.due, next(self._seq), member.index))
+        self._due.schedule(member.index, time.monotonic() + after)
 
     def _finish(self, member: Member, final: Status) -> None:
         member.final = final

@@ -12,7 +12,7 @@ __all__ = ["Member"]
 class Member:
     """One task of a group: its wait, where it is due next, and how it ended."""
 
-    __slots__ = ("driving", "due", "error", "failures", "final", "index", "made", "traced", "wait")
+    __slots__ = ("driving", "error", "failures", "final", "index", "made", "traced", "wait")
 
     def __init__(self, index: int, wait: TaskWait) -> None:
         self.index = index
@@ -20,7 +20,6 @@ class Member:
         self.traced = False  # its wait's span was started here, and is still to end
         self.made = False  # its wait was made here (not followed): its lease is freed here
         self.driving = False  # its input is being answered on a worker (see `Group.offload`)
-        self.due = 0.0
         self.final: Status | None = None
         self.error: Exception | None = None
         self.failures = 0

@@ -28,12 +28,13 @@ from mcp_tasks._store import (
     new_holder,
     store_deadline,
 )
-from mcp_tasks._tasks._ends import PendingEnd
+from mcp_tasks._tasks._ends import PendingEnd, ends_of
 
 if TYPE_CHECKING:
+    from mcp_tasks._client import Client
     from mcp_tasks._tasks._ends import PendingEnds
 
-from mcp_tasks._tasks._records import fenced, record_status, try_keep
+from mcp_tasks._tasks._records import fenced, record_status, renewer_of, store_of, try_keep
 
 __all__ = ["RELEASE_PATIENCE", "Claim", "Recorder"]
 
@@ -92,6 +93,16 @@ class Recorder:
         self.lease: Lease | None = None
         self.ends_later = False  # a group's wait: its final status is kept in `final` for `close_all`
         self.final: Status | None = None
+
+    @classmethod
+    def of(cls, client: Client, task_id: str, given: object, deadline: Deadline) -> Recorder:
+        """The recorder of a wait of `client`'s on `task_id`, in the store `given` (the client's
+        when left out): renewed by the client's renewer, its unrecorded ends kept by the client.
+        """
+        store = store_of(client, given)
+        renewer = renewer_of(client.channel) if store else None
+        ends = ends_of(client.channel, renewer) if renewer is not None else None
+        return cls(store, task_id, deadline, renewer, ends)
 
     @property
     def hurry(self) -> Hurry | None:

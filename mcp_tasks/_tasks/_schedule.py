@@ -11,12 +11,14 @@ pushes cannot stall a wait.
 from __future__ import annotations
 
 import datetime
+import heapq
+import itertools
 
 from mcp_tasks._errors import INVALID_PARAMS, McpError
 from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status
 
-__all__ = ["EXPIRY_GRACE", "MAX_BACKOFF", "delay", "expired", "gone"]
+__all__ = ["EXPIRY_GRACE", "MAX_BACKOFF", "Due", "delay", "expired", "gone", "interval_of"]
 
 SAFETY_FACTOR = 10
 MIN_SAFETY_INTERVAL = 5.0
@@ -25,6 +27,12 @@ EXPIRY_GRACE = 1.0
 """Seconds past ``createdAt + ttlMs`` before a task still not finished is taken as expired (the
 two clocks may differ a little).
 """
+
+
+def interval_of(status: Status, poll_interval: float, min_poll_interval: float) -> float:
+    """A task's poll interval: its own ``pollIntervalMs``, else the wait's; never below the floor."""
+    suggested = status.poll_interval_ms / 1000 if status.poll_interval_ms else poll_interval
+    return max(suggested, min_poll_interval)
 
 
 def delay(interval: float, *, streamed: bool, failures: int) -> float:
@@ -64,3 +72,33 @@ def gone(task_id: str, why: str, cause: McpError | None = None) -> McpError:
     }[why]
     data = {"taskId": task_id, "reason": why}
     return McpError(INVALID_PARAMS, f"Task {short_id(task_id)} {text}", data, "protocol", cause)
+
+
+class Due:
+    """When each member of a wait on many tasks is to be read next: the earliest first. A member
+    scheduled again keeps only its latest time (an earlier entry is skipped when it comes up).
+    """
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, int]] = []
+        self._order = itertools.count()
+        self._at: dict[int, float] = {}
+
+    def schedule(self, index: int, at: float) -> None:
+        """Read member `index` at `at` (monotonic), and not at a time set before."""
+        self._at[index] = at
+        heapq.heappush(self._heap, (at, next(self._order), index))
+
+    def take(self, now: float) -> list[int]:
+        """The members due by `now`, in their order (each once, at its latest time)."""
+        due = []
+        while self._heap and self._heap[0][0] <= now:
+            at, _, index = heapq.heappop(self._heap)
+            if self._at.get(index) == at:
+                del self._at[index]
+                due.append(index)
+        return due
+
+    def next(self) -> float | None:
+        """When the next member is due, None when none is."""
+        return self._heap[0][0] if self._heap else None

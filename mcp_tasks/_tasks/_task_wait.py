@@ -26,12 +26,10 @@ from mcp_tasks._session._dispatch import error_response
 from mcp_tasks._session._turns import Until, waiting_until
 from mcp_tasks._status import Status, TaskState
 from mcp_tasks._tasks._contradiction import unsettled
-from mcp_tasks._tasks._ends import ends_of
 from mcp_tasks._tasks._options import WaitSettings
 from mcp_tasks._tasks._protocol import TaskProtocol, protocol_of
 from mcp_tasks._tasks._record import Recorder
-from mcp_tasks._tasks._records import renewer_of, store_of
-from mcp_tasks._tasks._schedule import expired, gone
+from mcp_tasks._tasks._schedule import expired, gone, interval_of
 from mcp_tasks._tasks._side import side_of
 from mcp_tasks._tasks._strategies import HandlersStrategy, ReturnStrategy
 from mcp_tasks._tracing import NO_TASK_TRACE, TaskTrace
@@ -83,10 +81,7 @@ class TaskWait:
         self.mark = 0  # the board's count for the task before the last read
         self.protocol: TaskProtocol = self._bounded(lambda step: protocol_of(client.channel, step))
         self.meta = self.protocol.meta()  # merged once for every request of the wait
-        store = store_of(client, settings.store)
-        renewer = renewer_of(client.channel) if store else None
-        ends = ends_of(client.channel, renewer) if renewer is not None else None  # an end the store refused, kept
-        self.recorder = Recorder(store, task_id, self.deadline, renewer, ends)
+        self.recorder = Recorder.of(client, task_id, settings.store, self.deadline)
 
     # -- entry --------------------------------------------------------------------------------
 
@@ -180,8 +175,7 @@ class TaskWait:
         return self._poll_interval(status)
 
     def _poll_interval(self, status: Status) -> float:
-        suggested = status.poll_interval_ms / 1000 if status.poll_interval_ms else self.settings.poll_interval
-        return max(suggested, self.settings.min_poll_interval)
+        return interval_of(status, self.settings.poll_interval, self.settings.min_poll_interval)
 
     def _sleep(self, interval: float) -> None:
         left = self.deadline.remaining()  # read once for this step
