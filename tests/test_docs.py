@@ -265,8 +265,10 @@ def test_the_demo_tells_its_story(transport: str) -> None:
     for step in ("1. Started", "2. Does the server support", "3. Calling export", "4. Waiting", "5. The result"):
         assert step in text
     assert "the server asks" in text
-    assert "exporting row 3 of 3" in text
-    assert "- completed" in text
+    # Polled every 0.1 s against rows 0.2 s apart: a loaded machine may read past one row (a poll
+    # sees the latest status, not each one), never past them all, and the end comes last.
+    assert "exporting row" in text
+    assert text.index("exporting row") < text.index("- completed") < text.index("5. The result")
 
 
 def test_the_demo_command() -> None:
