@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -39,21 +39,6 @@ FAILSAFE = 30.0
 CLOSED = "the client was closed"
 LONG_POLL_MS = 600_000
 """A poll interval no wait sleeps out in a test: only a close (or news) can end the sleep."""
-
-
-@pytest.fixture
-def listen_server() -> Iterator[Callable[..., ListenTasksServer]]:
-    made: list[ListenTasksServer] = []
-
-    def make(**options: Any) -> ListenTasksServer:
-        server = ListenTasksServer(**options)
-        server.start()
-        made.append(server)
-        return server
-
-    yield make
-    for server in made:
-        server.close()
 
 
 def job(client: mt.Client, tool: str = "job") -> mt.Status:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -193,21 +193,6 @@ def test_no_thread_is_left_after_close(harness: Harness) -> None:
 
 
 # -- a server whose listen stream misbehaves --------------------------------------------------
-
-
-@pytest.fixture
-def listen_server() -> Iterator[Callable[..., ListenTasksServer]]:
-    made: list[ListenTasksServer] = []
-
-    def make(**options: Any) -> ListenTasksServer:
-        server = ListenTasksServer(**options)
-        server.start()
-        made.append(server)
-        return server
-
-    yield make
-    for server in made:
-        server.close()
 
 
 def listens(server: ListenTasksServer) -> int:

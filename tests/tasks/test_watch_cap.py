@@ -6,8 +6,7 @@ fresh tasks had 8 on the stream and 8 polled; a stated limit of 8 had 8 ids stre
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable
 
 import pytest
 
@@ -17,21 +16,6 @@ from tests.foreign.listen_tasks import ListenTasksServer
 from tests.tasks.test_engine_life import FAILSAFE, LONG_POLL_MS, job, read_once
 
 STALE = "stale-task-0000"
-
-
-@pytest.fixture
-def listen_server() -> Iterator[Callable[..., ListenTasksServer]]:
-    made: list[ListenTasksServer] = []
-
-    def make(**options: Any) -> ListenTasksServer:
-        server = ListenTasksServer(**options)
-        server.start()
-        made.append(server)
-        return server
-
-    yield make
-    for server in made:
-        server.close()
 
 
 def listens(server: ListenTasksServer, after: int = 0) -> list[list[str]]:
