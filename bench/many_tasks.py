@@ -2,6 +2,7 @@
 a process of its own, over HTTP and stdio. Not a test: it prints a table.
 
     python bench/many_tasks.py [--sizes 100,1000,10000] [--seconds 2] [--transports http,stdio]
+                               [--ways listen,poll,...] [--json PATH]
 
 Ways compared, in one run:
   listen   mt.wait_all(client, tasks)               (listen=None: the shared stream)
@@ -40,6 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import mcp_tasks as mt  # noqa: E402
+from bench._results import Results  # noqa: E402
 from mcp_tasks.server import Server, ToolContext  # noqa: E402
 
 POLL_INTERVAL = 0.5
@@ -240,7 +242,10 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--transports", default="http,stdio")
     parser.add_argument("--ways", default="listen,poll,futures,threads,tlisten,fastmcp")
+    parser.add_argument("--json", metavar="PATH", help="also write the results there (bench/_results.py)")
     args = parser.parse_args()
+    sizes = {"sizes": args.sizes, "seconds": args.seconds, "transports": args.transports, "ways": args.ways}
+    results = Results("many_tasks", args.json, sizes)
     print(
         f"{'transport':9} {'N':>6} {'way':8} {'ideal s':>8} {'late s':>7} {'cpu ms/task':>11} {'cpu/threads':>11} "
         f"{'wall/threads':>12} "
@@ -259,6 +264,15 @@ def main() -> None:
                     f"{ratio:>11} {walls:>12} {row['threads']:7.0f} {row['gets']:9.2f} {row['connections']:5.0f}",
                     flush=True,
                 )
+                results.add(
+                    transport=transport,
+                    size=size,
+                    way=way,
+                    **{k: (None if v != v else v) for k, v in row.items()},  # NaN: not measured
+                    cpu_vs_threads=row["cpu_ms"] / base["cpu_ms"] if base else None,
+                    wall_vs_threads=row["wall"] / base["wall"] if base and row["wall"] == row["wall"] else None,
+                )
+    results.write()
 
 
 if __name__ == "__main__":
