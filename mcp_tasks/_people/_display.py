@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any
@@ -188,6 +188,10 @@ class StatusDisplay:
         progress = self._set
         if progress is not None:
             progress.wait_failed(failed)
+
+    def named(self, labels: Mapping[str, str]) -> None:
+        """The calls of a set's tasks, by task id: failures are named by them (see `SetProgress`)."""
+        self._progress().named(labels)
 
     def follow(self, future: Future[Any]) -> None:
         """Show `future` (a `TaskFuture` of a batch) in the set (`submit` calls it)."""

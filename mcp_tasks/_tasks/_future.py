@@ -79,13 +79,13 @@ def submit(
     settings, listen = settings_of({**wait_options, "timeout": None}, "submit")
     called = call_tool(client, name, arguments, timeout=timeout, meta=meta, key=key)
     if isinstance(called, dict):
-        future = TaskFuture(client, None)
+        future = TaskFuture(client, None, tool=name, arguments=arguments)
         follow_future(settings.on_status, future)  # a display of the batch counts it
         future.set_result(called)
         return future
     if settings.store is not UNSET and settings.store is not store_of(client):
-        record_created(client, called, name, settings.store)  # a store of this call's own keeps it too
-    future = TaskFuture(client, called)
+        record_created(client, called, name, settings.store, None, arguments)  # a store of this call's own too
+    future = TaskFuture(client, called, tool=name, arguments=arguments)
     follow_future(settings.on_status, future)
     futures_of(client.channel).watch_future(future, called, settings, listen)
     return future

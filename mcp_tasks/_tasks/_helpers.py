@@ -100,7 +100,7 @@ def call_tool(
     protocol, deadline = _start(client, timeout)
     begun = begin(client, name, arguments, key, deadline)  # before anything is sent
     if begun is not None and not isinstance(begun, Started):
-        return _again(client, protocol, begun, deadline, meta)
+        return _again(client, protocol, begun, deadline, meta, arguments)
     try:
         called = protocol.create(name, arguments, deadline, meta)
     except (TransportError, ProtocolError):
@@ -110,19 +110,25 @@ def call_tool(
             abandon(begun, deadline)  # the server refused it: nothing was made
         raise
     if isinstance(called, Status):
-        remember_tool(client, called.task_id, name)  # its questions name it
+        remember_tool(client, called.task_id, name, arguments)  # its questions name it
     if begun is not None:
-        joined(client, begun, deadline, called, name)
+        joined(client, begun, deadline, called, name, arguments)
     elif isinstance(called, Status):
-        record_created(client, called, name, store_of(client), deadline)
+        record_created(client, called, name, store_of(client), deadline, arguments)
     return called
 
 
 def _again(
-    client: Client, protocol: TaskProtocol, intent: Intent, deadline: Deadline, meta: Mapping[str, Any] | None
+    client: Client,
+    protocol: TaskProtocol,
+    intent: Intent,
+    deadline: Deadline,
+    meta: Mapping[str, Any] | None,
+    arguments: Mapping[str, Any] | None,
 ) -> Status | dict[str, Any]:
     """The call `intent` recorded under the caller's key, followed instead of made again: its
     kept result, or its task's status (the one the store keeps, else read from the server).
+    `arguments` are this call's, the intent's too (its digest matched).
     """
     if intent.result is not None:
         return dict(intent.result)
@@ -133,7 +139,7 @@ def _again(
     if status is None:
         status = protocol.read(intent.task_id, deadline, protocol.meta(meta))
         record_status(status, store, deadline)
-    remember_tool(client, intent.task_id, intent.tool)
+    remember_tool(client, intent.task_id, intent.tool, arguments)
     return status
 
 

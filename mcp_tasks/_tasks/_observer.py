@@ -5,7 +5,7 @@ An ``on_status`` without these methods (any plain callable) is told nothing more
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from typing import Any, Protocol, runtime_checkable
 
@@ -31,10 +31,17 @@ class SetObserver(Protocol):
         """A future of a batch (`submit`, `bind_future`), to count until it is done."""
 
 
-def expect_set(on_status: object, task_ids: Iterable[str]) -> None:
-    """Tell a set observer the tasks of its set."""
+def expect_set(
+    on_status: object, task_ids: Iterable[str], labels: Callable[[], Mapping[str, str]] | None = None
+) -> None:
+    """Tell a set observer the tasks of its set, and (when it takes them: a ``named`` method) the
+    calls known of them, which `labels` gives (``export {"report": "q3"} e294…b175`` by task id).
+    """
     if isinstance(on_status, SetObserver):
         on_status.expect(task_ids)
+        named = getattr(on_status, "named", None)
+        if labels is not None and callable(named):
+            named(labels())
 
 
 def report_failed(on_status: object, failed: Status) -> None:
