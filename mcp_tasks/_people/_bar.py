@@ -12,10 +12,11 @@ from mcp_tasks._printable import printable
 if TYPE_CHECKING:
     from mcp_tasks._status import Status
 
-__all__ = ["BAR_WIDTH", "Reported", "Shown", "bar", "line_part", "progress_text"]
+__all__ = ["BAR_WIDTH", "NARROW", "NARROW_BAR", "Reported", "Shown", "bar", "line_part", "progress_text"]
 
 BAR_WIDTH = 12
-"""Characters of the terminal bar."""
+"""Characters of the terminal bar (`NARROW_BAR` on a terminal under `NARROW` columns)."""
+NARROW, NARROW_BAR = 60, 5
 _EIGHTHS = " ▏▎▍▌▋▊▉"
 
 
@@ -57,11 +58,11 @@ def bar(reported: Reported, width: int = BAR_WIDTH) -> str:
     return "▕" + drawn.ljust(width) + "▏"
 
 
-def line_part(reported: Reported | None) -> str:
-    """What a status line says of the progress: `` ▕███   ▏ 1/4 (25%) copying``."""
+def line_part(reported: Reported | None, width: int = BAR_WIDTH) -> str:
+    """What a status line says of the progress: `` ▕███   ▏ 1/4 (25%) copying`` (a bar `width` wide)."""
     if reported is None:
         return ""
-    drawn = bar(reported)
+    drawn = bar(reported, width)
     message = f" {reported.message}" if reported.message else ""
     return (f" {drawn}" if drawn else "") + f" {progress_text(reported)}{message}"
 

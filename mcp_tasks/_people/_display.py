@@ -24,7 +24,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from mcp_tasks._people._above import Above
 from mcp_tasks._people._asking import hold_lines, lines_held
-from mcp_tasks._people._bar import Reported, Shown, line_part
+from mcp_tasks._people._bar import BAR_WIDTH, NARROW, NARROW_BAR, Reported, Shown, line_part
 from mcp_tasks._people._progress import SetProgress, SetSnapshot, clock_text, set_line
 from mcp_tasks._printable import printable
 from mcp_tasks._render_hook import register_renderer
@@ -46,15 +46,17 @@ TICK = 1.0
 """How often a live terminal line redraws its elapsed time (seconds)."""
 
 
-def status_line(status: Status | None, elapsed: float | None = None, reported: Reported | None = None) -> str:
+def status_line(
+    status: Status | None, elapsed: float | None = None, reported: Reported | None = None, bar: int = BAR_WIDTH
+) -> str:
     """One line: ``[12s] working: exporting row 2 of 3``; with the task's latest progress,
-    ``[12s] working ▕█████▋      ▏ 19/40 (48%) rows: exporting``.
+    ``[12s] working ▕█████▋      ▏ 19/40 (48%) rows: exporting`` (a bar `bar` wide).
     """
     clock = f"[{clock_text(elapsed)}] " if elapsed is not None else ""
     if status is None:
-        return f"{clock}working{line_part(reported)}"
+        return f"{clock}working{line_part(reported, bar)}"
     message = f": {status.status_message}" if status.status_message else ""
-    return shown(status, f"{clock}{status.wire_status}{line_part(reported)}{message}")
+    return shown(status, f"{clock}{status.wire_status}{line_part(reported, bar)}{message}")
 
 
 def clip(text: str, columns: int) -> str:
@@ -354,7 +356,8 @@ class StatusDisplay:
         if self._snapshot is not None:
             text = set_line(self._snapshot)
         else:
-            text = status_line(self._last, time.monotonic() - self._started, self._reported)
+            bar = NARROW_BAR if self._columns() < NARROW else BAR_WIDTH
+            text = status_line(self._last, time.monotonic() - self._started, self._reported, bar)
         self.stream.write("\r\x1b[K" + clip(text, self._columns()))
         self.stream.flush()
         self._drawn = True
