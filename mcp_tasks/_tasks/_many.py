@@ -98,7 +98,7 @@ def _group(client: Client, tasks: Iterable[str | Status], options: Mapping[str, 
             f"{caller}() takes an iterable of task ids or Statuses, got one {type(tasks).__name__}: "
             "use wait_task(client, task) for one task"
         )
-    settings, listen = settings_of(options, caller)
+    settings, listen = settings_of(options, caller, progress=False)
     tasks = list(tasks)
     ids = [task_id_of(task) for task in tasks]  # a bad reference fails before anything is sent
     expect_set(settings.on_status, ids, lambda: labels_of(client, ids))  # a display counts them from the start

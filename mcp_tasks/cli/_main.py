@@ -202,6 +202,7 @@ def _wait(args: argparse.Namespace, client: Client, console: Console, task: str 
                 poll_interval=args.poll_interval,
                 listen=args.listen,
                 on_status=console.status,
+                on_progress=console.progress,
                 raise_on_error=True,
             )
     except ToolError as error:
