@@ -8,7 +8,9 @@ from collections import Counter, defaultdict
 from typing import Any
 
 OUTCOMES = ("completed", "failed", "cancelled")
-WINDOWS = ("worker died", "outage vs lease", "close() cut short")
+WINDOWS = ("worker died", "outage > lease", "close() cut short")
+SOON = 2.0
+"""A task claimed this soon after its start was taken before its starter's wait held the lease."""
 
 
 def _worst(values: list[float]) -> float | None:
@@ -23,7 +25,7 @@ def _p(values: list[float], q: float) -> float | None:
 def report(size: dict[str, Any], faults: list[dict[str, Any]], workers: list[Any], tally: dict[str, Any],
            state: dict[str, Any], t0: float) -> dict[str, Any]:  # fmt: skip
     """The measures of one run, as plain JSON-able values (times in s from `t0`, when the workers began)."""
-    adopter, victim = workers[0], workers[-1]
+    victim = workers[-1]
     kill = next(f["start"] for f in faults if f["fault"] == "kill")
     made = set(tally["created"]["job"]) | set(tally["created"]["asking"])
     asking = set(tally["created"]["asking"])
@@ -60,33 +62,19 @@ def report(size: dict[str, Any], faults: list[dict[str, Any]], workers: list[Any
                 closes[worker.n] = row
             elif "gave_up" in row:
                 gave_up += 1
-    outages = [f for f in faults if f.get("outage")]
-    zero = t0
     twice: list[dict[str, Any]] = []
     windows: Counter[str] = Counter()
     outside: Counter[str] = Counter()
-    soon: list[float] = []
     for task_id, got in deliveries.items():
         if len(got) < 2:
             continue
-        by = {n for n, _ in got}
-        claimed = claims.get(task_id)
-        where = None if claimed is None else round(claimed - zero, 2)
-        by_when = [[n, round(t - zero, 2)] for n, t in got]
-        began = started.get(task_id)
+        claimed, began = claims.get(task_id), started.get(task_id)
+        inside, cause = _cause(size, faults, {n for n, _ in got}, starter.get(task_id), claimed, began, closes)
+        (windows if inside else outside)[cause] += 1
         since = None if began is None or claimed is None else round(claimed - began, 2)
-        twice.append({"task": task_id[:6], "started_by": starter.get(task_id), "claimed": where,
-                      "claimed_after_start": since, "by": by_when})  # fmt: skip
-        if victim.n in by and claimed is not None and claimed >= kill:
-            windows["worker died"] += 1
-        elif claimed is not None and any(o["start"] <= claimed <= o["end"] + size["lease"] + 1 for o in outages):
-            windows["outage vs lease"] += 1
-        elif claimed is not None and any(n in closes and claimed >= closes[n]["t"] for n in by if n != adopter.n):
-            windows["close() cut short"] += 1
-        else:
-            outside[_phase(faults, claimed)] += 1
-            if since is not None:
-                soon.append(since)
+        twice.append({"task": task_id[:6], "started_by": starter.get(task_id), "cause": cause,
+                      "claimed": None if claimed is None else round(claimed - t0, 2), "claimed_after_start": since,
+                      "by": [[n, round(t - t0, 2)] for n, t in got]})  # fmt: skip
     per_task = Counter(min(len(deliveries.get(t, [])), 2) for t in made)
     recorded: Counter[str] = Counter()
     unfinishing = 0
@@ -109,8 +97,7 @@ def report(size: dict[str, Any], faults: list[dict[str, Any]], workers: list[Any
         "delivered_twice": sum(windows.values()) + sum(outside.values()),
         "twice_in_windows": {w: windows[w] for w in WINDOWS},
         "twice_outside_windows": sum(outside.values()),
-        "twice_outside_by_claim_phase": dict(outside),
-        "twice_outside_claimed_within_2s_of_start": sum(1 for v in soon if v <= 2.0),
+        "twice_outside_by_cause": dict(outside),
         "not_outcomes": dict(errors),
         "twice_detail": twice[:50],
         "ends_recorded_once": ends[1],
@@ -136,6 +123,33 @@ def report(size: dict[str, Any], faults: list[dict[str, Any]], workers: list[Any
         "orphan_wait_max": _worst(orphans),
         "orphan_goal": size["lease"] + 1,
     }
+
+
+def _cause(size: dict[str, Any], faults: list[dict[str, Any]], by: set[int], starter: int | None,
+           claimed: float | None, began: float | None, closes: dict[int, Any]) -> tuple[bool, str]:  # fmt: skip
+    """Why a task was delivered twice: (in one of the three windows, the cause)."""
+    lease = size["lease"]
+    kill = next(f for f in faults if f["fault"] == "kill")
+    if claimed is None:
+        return False, "delivered twice, never claimed"
+    if began is not None and claimed - began <= SOON:
+        return False, f"claimed <= {SOON:g} s after its start (before its wait held the lease)"
+    if kill["worker"] in by and claimed >= kill["start"]:
+        return True, "worker died"
+    for fault in faults:
+        if fault.get("outage") and fault["start"] <= claimed <= fault["end"] + lease + 1:
+            if fault["end"] - fault["start"] >= lease:
+                return True, "outage > lease"
+            return False, f"lease lapsed in an outage shorter than the lease ({fault['fault']})"
+        if (
+            fault["fault"] == "slow"
+            and starter == fault["worker"]
+            and fault["start"] <= claimed <= fault["end"] + lease + 1
+        ):
+            return False, "lease lapsed on the slow link"
+    if any(n in closes and claimed >= closes[n]["t"] for n in by if n != 0):
+        return True, "close() cut short"
+    return False, f"other, claimed {_phase(faults, claimed)}"
 
 
 def _phase(faults: list[dict[str, Any]], when: float | None) -> str:
@@ -165,8 +179,7 @@ def table(r: dict[str, Any]) -> str:
         ("outcome never delivered", str(r["delivered_never"]), "0", r["delivered_never"] == 0),
         ("  of which the id was never recorded", str(r["delivered_never_id_unknown"]), "", None),
         ("delivered twice, outside the windows", str(r["twice_outside_windows"]), "0", r["twice_outside_windows"] == 0),
-        *((f"  claimed {p}", str(n), "", None) for p, n in sorted(r["twice_outside_by_claim_phase"].items())),
-        ("  claimed <= 2 s after its start", str(r["twice_outside_claimed_within_2s_of_start"]), "", None),
+        *((f"  {cause}", str(n), "", None) for cause, n in sorted(r["twice_outside_by_cause"].items())),
         *((f"  twice, window: {w}", str(n), "counted apart", None) for w, n in r["twice_in_windows"].items()),
         ("ends recorded once", str(r["ends_recorded_once"]), str(r["tasks"]), r["ends_recorded_once"] == r["tasks"]),
         ("ends recorded twice / never", f"{r['ends_recorded_twice']} / {r['ends_never_recorded']}", "0 / 0",

@@ -188,7 +188,7 @@ def run_faults(size: dict[str, Any], cluster: Cluster, proxies: list[Proxy], slo
     time.sleep(size["slow_for"])
     for proxy in slow:
         proxy.delay = 0.0
-    faults.append({"fault": "slow", "start": begun, "end": time.monotonic()})
+    faults.append({"fault": "slow", "start": begun, "end": time.monotonic(), "worker": 1})
     pause_until(time.monotonic() + size["gap"])
     begun = time.monotonic()
     victim.process.send_signal(signal.SIGKILL)
