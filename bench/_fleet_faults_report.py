@@ -10,7 +10,8 @@ from typing import Any
 OUTCOMES = ("completed", "failed", "cancelled")
 WINDOWS = ("worker died", "outage > lease", "close() cut short")
 SOON = 2.0
-"""A task claimed this soon after its start was taken before its starter's wait held the lease."""
+"""A task claimed this soon after its start (the call's return: its record made) was taken
+before its starter's wait held the lease."""
 
 
 def _worst(values: list[float]) -> float | None:
@@ -40,6 +41,7 @@ def report(size: dict[str, Any], faults: list[dict[str, Any]], workers: list[Any
     probe_kinds: Counter[str] = Counter()
     claims: dict[str, float] = {}
     gave_up = 0
+    failed_calls: list[list[Any]] = []
     for worker in workers:
         for row in worker.rows:
             if "d" in row and row["d"] in made:
@@ -50,9 +52,11 @@ def report(size: dict[str, Any], faults: list[dict[str, Any]], workers: list[Any
             elif "call" in row:
                 calls.append(row["call"])
                 call_kinds[row["k"]] += 1
+                if row["k"] != "ok":
+                    failed_calls.append([worker.n, row["k"], round(row["t"] - t0, 2)])
                 if row.get("tid"):
                     starter[row["tid"]] = worker.n
-                    started[row["tid"]] = row["t"]
+                    started[row["tid"]] = row["r"]  # its record made: claimable from then
             elif "probe" in row:
                 probes.append(row["probe"])
                 probe_kinds[row["k"]] += 1
@@ -99,7 +103,7 @@ def report(size: dict[str, Any], faults: list[dict[str, Any]], workers: list[Any
         "twice_outside_windows": sum(outside.values()),
         "twice_outside_by_cause": dict(outside),
         "not_outcomes": dict(errors),
-        "twice_detail": twice[:50],
+        "twice_detail": twice[:200],
         "ends_recorded_once": ends[1],
         "ends_never_recorded": ends[0],
         "ends_recorded_twice": ends[2],
@@ -118,6 +122,7 @@ def report(size: dict[str, Any], faults: list[dict[str, Any]], workers: list[Any
         "calls": len(calls),
         "call_kinds": dict(call_kinds),
         "call_overshoot_max": _worst(calls),
+        "calls_failed": failed_calls[:50],
         "close_s": {str(n): round(c["close"], 3) for n, c in sorted(closes.items())},
         "orphans_claimed": len(orphans),
         "orphan_wait_max": _worst(orphans),
@@ -133,14 +138,14 @@ def _cause(size: dict[str, Any], faults: list[dict[str, Any]], by: set[int], sta
     if claimed is None:
         return False, "delivered twice, never claimed"
     if began is not None and claimed - began <= SOON:
-        return False, f"claimed <= {SOON:g} s after its start (before its wait held the lease)"
+        return False, f"claimed <= {SOON:g} s after start (no lease yet)"
     if kill["worker"] in by and claimed >= kill["start"]:
         return True, "worker died"
     for fault in faults:
         if fault.get("outage") and fault["start"] <= claimed <= fault["end"] + lease + 1:
             if fault["end"] - fault["start"] >= lease:
                 return True, "outage > lease"
-            return False, f"lease lapsed in an outage shorter than the lease ({fault['fault']})"
+            return False, f"lease lapsed, outage < lease ({fault['fault']})"
         if (
             fault["fault"] == "slow"
             and starter == fault["worker"]
@@ -205,9 +210,9 @@ def table(r: dict[str, Any]) -> str:
         f"{size['workers']} workers (1 adopting) x {size['tasks']} tasks, lease {size['lease']:g} s; faults: "
         + ", ".join(f"{f['fault']} at {f['start']:.0f} s" for f in r["faults"])
     )
-    lines = [head, f"{'measure':42} {'value':>15}  {'goal':20} met"]
+    lines = [head, f"{'measure':44} {'value':>15}  {'goal':20} met"]
     for name, value, goal, met in rows:
-        lines.append(f"{name:42} {value:>15}  {goal:20} {'' if met is None else ('yes' if met else 'NO')}")
+        lines.append(f"{name:44} {value:>15}  {goal:20} {'' if met is None else ('yes' if met else 'NO')}")
     extras = {"not outcomes": r["not_outcomes"], "probe ends": r["probe_kinds"], "calls": r["call_kinds"]}
     lines.extend(f"{name}: {value}" for name, value in extras.items())
     return "\n".join(lines)

@@ -177,7 +177,8 @@ def start(client: mt.Client, tool: str, arguments: dict[str, Any], key: str, out
                 return None
             time.sleep(0.5)
             continue
-        out.put(call=time.monotonic() - began - CALL_TIMEOUT, k="ok", key=key, tid=future.task_id, t=began)
+        returned = time.monotonic()
+        out.put(call=returned - began - CALL_TIMEOUT, k="ok", key=key, tid=future.task_id, t=began, r=returned)
         future.add_done_callback(_deliver_to(out, future.task_id))
         return future
 
