@@ -204,7 +204,7 @@ def table(r: dict[str, Any]) -> str:
         ("close() of the workers: max", _s(max(closes) if closes else None), "", None),
         ("adopter stopped after SIGTERM", _s(adopter_stop), "", None),
         ("an orphan's wait for a claim: max", _s(r["orphan_wait_max"]), f"<= {r['orphan_goal']:.2f} s",
-         r["orphan_wait_max"] is not None and r["orphan_wait_max"] <= r["orphan_goal"]),
+         None if r["orphan_wait_max"] is None else r["orphan_wait_max"] <= r["orphan_goal"]),
     ]  # fmt: skip
     head = (
         f"{size['workers']} workers (1 adopting) x {size['tasks']} tasks, lease {size['lease']:g} s; faults: "

@@ -58,7 +58,7 @@ SIZES = {
     "full": {"workers": 4, "tasks": 500, "lease": 15.0, "freeze": 5.0, "stop": 10.0, "slow": 1.0, "slow_for": 15.0,
              "gap": 17.0, "spread": 130.0, "seconds": (2.0, 6.0)},
     "quick": {"workers": 3, "tasks": 12, "lease": 4.0, "freeze": 1.0, "stop": 1.0, "slow": 1.0, "slow_for": 2.0,
-              "gap": 2.0, "spread": 16.0, "seconds": (0.5, 1.5)},
+              "gap": 2.0, "spread": 20.0, "seconds": (0.5, 1.5)},
 }  # fmt: skip
 AUDIT = """
 CREATE TABLE public.ends (task_id text, was_finished boolean, finished boolean, status text, at timestamptz);
