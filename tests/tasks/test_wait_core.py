@@ -111,7 +111,7 @@ def carry_out(core: WaitCore, step: Step, world: World, draw: Any) -> Finish | N
             step = core.sent(world.held)
 
 
-@settings(derandomize=True, deadline=None, max_examples=300)
+@settings(derandomize=True, deadline=None, max_examples=200)
 @given(st.data(), st.one_of(st.none(), statuses), st.booleans(), st.booleans())
 def test_the_core_keeps_its_rules_whatever_the_events(
     data: st.DataObject, start: mt.Status | None, store: bool, returns: bool
