@@ -212,14 +212,15 @@ def _wait(args: argparse.Namespace, client: Client, console: Console, task: str 
     except ToolError as error:
         state.pop("unfinished", None)
         tool = getattr(args, "tool", None)
-        return _tool_failed(console, ToolError(error.result, error.status, tool) if tool else error)
+        arguments = ref.arguments if ref is not None else getattr(args, "called_with", None)
+        return _tool_failed(console, ToolError(error.result, error.status, tool, arguments) if tool else error)
     state.pop("unfinished", None)
     console.result(result)
     return EXIT_OK
 
 
 def _call(args: argparse.Namespace, client: Client, console: Console, state: dict[str, str]) -> int:
-    arguments = _arguments(args.arguments)
+    arguments = args.called_with = _arguments(args.arguments)
     called = call_tool(client, args.tool, arguments)
     if not isinstance(called, Status):
         if args.detach:
@@ -228,7 +229,7 @@ def _call(args: argparse.Namespace, client: Client, console: Console, state: dic
                 "The tool ran synchronously (the server made no task): its result is on stdout, not a task id.",
             )
         if called.get("isError") is True:
-            return _tool_failed(console, ToolError(called, None, args.tool))
+            return _tool_failed(console, ToolError(called, None, args.tool, arguments))
         console.result(called)
         return EXIT_OK
     state["task_id"] = called.task_id
