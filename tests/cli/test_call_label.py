@@ -67,6 +67,8 @@ def test_a_resumed_question_names_its_call_as_the_api_does(url: str, tmp_path: P
     assert ref is not None and ref.arguments == {"report": "q3", "token": "***"}
     label = task_label(task_id, "export", arguments_text(ARGUMENTS))  # the API's label of this call
     assert label.startswith('export {"report": "q3", "token": "***"} ')
+    listed = run("tasks", "--store", store).stdout  # the listing names the call too
+    assert 'export {"report": "q3", "token": "***"}' in listed and "tok-0123" not in listed
 
     screen = Screen(tmp_path, columns, "-m", "mcp_tasks", "wait", task_id, "--store", store)
     shown = asked(screen)
