@@ -18,6 +18,7 @@ import pytest
 
 import mcp_tasks as mt
 from mcp_tasks._store._ref import FORMAT
+from mcp_tasks.server import Server
 from tests.memory_store import MemoryTaskStore
 
 ENDPOINT = "http://127.0.0.1:9/mcp"
@@ -62,7 +63,7 @@ def test_a_ref_keeps_its_arguments_with_secrets_hidden_through_json() -> None:
         mt.TaskRef.from_json(json.dumps({**saved, "arguments": [1]}))
 
 
-def test_every_store_gives_the_arguments_back_through_its_writes(store: mt.TaskStore) -> None:
+def test_every_store_gives_the_arguments_back_through_its_writes(store: Any) -> None:
     store.record(mt.TaskRef(ENDPOINT, "task-a-0123456789", tool="export", arguments=CALLED, created_at=1.0))
     store.record(mt.TaskRef(ENDPOINT, "task-b-0123456789", tool="export", created_at=2.0))
     kept = store.get("task-a-0123456789")
@@ -81,8 +82,8 @@ class NoIntents(MemoryTaskStore):
 
 
 @pytest.fixture
-def server() -> Iterator[mt.server.Server]:
-    made = mt.server.Server(poll_interval=0.02)
+def server() -> Iterator[Server]:
+    made = Server(poll_interval=0.02)
 
     def export(ctx: Any, report: str, api_key: str, rows: list[Any]) -> dict[str, Any]:
         return {"report": report}
@@ -95,9 +96,7 @@ def server() -> Iterator[mt.server.Server]:
 
 
 @pytest.mark.parametrize("kind", ["store", "no intents"])
-def test_a_store_backed_client_records_the_call_it_made(
-    kind: str, store: mt.TaskStore, server: mt.server.Server
-) -> None:
+def test_a_store_backed_client_records_the_call_it_made(kind: str, store: mt.TaskStore, server: Server) -> None:
     kept_by = NoIntents() if kind == "no intents" else store
     with mt.Client.direct(server, store=kept_by) as client:
         called = mt.call_tool(client, "export", CALLED)
