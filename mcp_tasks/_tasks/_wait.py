@@ -83,11 +83,17 @@ def check_raise_on_error(value: object) -> None:
 
 
 def checked(
-    result: dict[str, Any], raise_on_error: bool, status: Status | None = None, tool: str | None = None
+    result: dict[str, Any],
+    raise_on_error: bool,
+    status: Status | None = None,
+    tool: str | None = None,
+    arguments: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """`result`, or `ToolError` when `raise_on_error` and the tool reported an error."""
+    """`result`, or `ToolError` (naming the call, when known) when `raise_on_error` and the tool
+    reported an error.
+    """
     if raise_on_error and result.get("isError") is True:
-        raise ToolError(result, status, tool)
+        raise ToolError(result, status, tool, arguments)
     return result
 
 
@@ -147,8 +153,8 @@ def call_and_await(
         )
         if isinstance(called, Status):
             final = _run(client, called, settings, followed=follow.task_id == called.task_id)
-            return checked(outcome(final), raise_on_error, final, name)
-    return checked(called, raise_on_error, None, name)
+            return checked(outcome(final), raise_on_error, final, name, arguments)
+    return checked(called, raise_on_error, None, name, arguments)
 
 
 def _run(client: Client, task: str | Status, settings: WaitSettings, *, followed: bool = False) -> Status:
