@@ -19,6 +19,7 @@ import importlib
 import sys
 from typing import TYPE_CHECKING, Any
 
+from mcp_tasks import _errors as _loaded_now  # (small; its classes name this package wherever raised)
 from mcp_tasks import _render_hook
 from mcp_tasks._lazy import homes_of
 from mcp_tasks._logs import install as _escape_log_lines
@@ -256,5 +257,7 @@ def _load_renderer() -> None:
 
 
 _render_hook.load_renderer_with(_load_renderer)
+_show_as_public()  # the errors, loaded now: a traceback says mcp_tasks.TaskFailed before any name is used
+del _loaded_now
 _escape_log_lines()  # no log line of the library carries a server's raw control characters
 del _escape_log_lines

@@ -78,6 +78,14 @@ def test_every_public_name_resolves_in_a_fresh_process() -> None:
     assert _fresh(code).strip() == "ok"
 
 
+def test_the_errors_name_the_package_before_any_name_is_used() -> None:
+    """A traceback (the command's --debug, a program that never touched a public name) says
+    ``mcp_tasks.TaskFailed``, as it did when importing the package loaded everything.
+    """
+    code = "import mcp_tasks._errors as e\nprint(e.TaskFailed.__module__, e.McpError.__module__)"
+    assert _fresh(code).split() == ["mcp_tasks", "mcp_tasks"]
+
+
 def test_an_unknown_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="'mcp_tasks' has no attribute 'wait_tasks'"):
         mt.wait_tasks  # type: ignore[attr-defined]  # noqa: B018
