@@ -1,7 +1,8 @@
 """How a status and an error look to a person: a short text line, IPython's pretty form, an HTML
 table for notebooks, and `StatusDisplay`, a ready ``on_status`` that keeps one line (or one
 notebook output) up to date. The value types hand their rows to `pretty` and `table` through
-`mcp_tasks._render_hook`, where this module registers them when the package loads.
+`mcp_tasks._render_hook`, where this module registers them when it loads (which the package has
+happen when a value first shows).
 
 IPython is used only when it is already imported (a notebook or an IPython shell); it is never a
 dependency. Task and session ids appear only in their short forms, even inside a server's text,

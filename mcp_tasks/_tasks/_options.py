@@ -13,6 +13,12 @@ from mcp_tasks._clock import check_duration, check_timeout
 from mcp_tasks._options import UNSET
 from mcp_tasks._status import Status
 from mcp_tasks._store._protocol import TaskStore, check_store
+from mcp_tasks._tasks._defaults import (
+    CANCEL_BUDGET,
+    DEFAULT_MIN_POLL_INTERVAL,
+    DEFAULT_POLL_INTERVAL,
+    DEFAULT_WAIT_TIMEOUT,
+)
 from mcp_tasks._tasks._progress_keeper import OnProgress, check_on_progress
 from mcp_tasks._tasks._strategies import HandlersStrategy, InputStrategy, resolve_strategy
 
@@ -27,11 +33,6 @@ __all__ = [
     "WaitSettings",
 ]
 
-DEFAULT_WAIT_TIMEOUT = 60.0
-DEFAULT_POLL_INTERVAL = 1.0
-DEFAULT_MIN_POLL_INTERVAL = 0.05
-CANCEL_BUDGET = 0.25
-"""Seconds that ``cancel_on_timeout`` may spend after the wait's timeout to send tasks/cancel."""
 
 OnStatus = Callable[[Status], object]
 """Called with each status a wait sees (a progress display)."""

@@ -35,6 +35,18 @@ from mcp_tasks._store import StoreError
 from mcp_tasks._tasks import WaitOptions, await_task, call_tool, cancel_task, get_task, resume, server_supports
 from mcp_tasks.cli._adopt import run_adopt
 from mcp_tasks.cli._auth import auth_of
+from mcp_tasks.cli._codes import (
+    EXIT_CANCELLED,
+    EXIT_ERROR,
+    EXIT_FAILED,
+    EXIT_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_NO_TASK,
+    EXIT_OK,
+    EXIT_TIMEOUT,
+    EXIT_TOOL_ERROR,
+    EXIT_USAGE,
+)
 from mcp_tasks.cli._console import Console
 from mcp_tasks.cli._detach import esc_detaches, leave, resume_hint
 from mcp_tasks.cli._hints import in_cli_terms
@@ -69,18 +81,9 @@ __all__ = [
     "EXIT_TOOL_ERROR",
     "EXIT_USAGE",
     "main",
+    "run",
 ]
 
-EXIT_OK = 0
-EXIT_TOOL_ERROR = 1
-EXIT_USAGE = 2
-EXIT_FAILED = 3
-EXIT_CANCELLED = 4
-EXIT_TIMEOUT = 5
-EXIT_INPUT = 6
-EXIT_ERROR = 7
-EXIT_NO_TASK = 8
-EXIT_INTERRUPTED = 130
 
 INTERRUPT_GRACE = 0.1
 """Seconds a stdio server is given to exit after Ctrl-C, once told, and again after SIGTERM."""
@@ -347,7 +350,11 @@ def _timed_out(args: argparse.Namespace, state: dict[str, str], error: TaskTimeo
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (see ``mcp-tasks --help``)."""
-    args = build_parser().parse_args(argv)
+    return run(build_parser().parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the command `args` parsed into; returns the exit code."""
     if args.command == "demo":
         from mcp_tasks.cli._demo import run_demo
 

@@ -13,17 +13,18 @@ import os
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, TYPE_CHECKING, Any, Literal
 
 from mcp_tasks._call_text import call_text
 from mcp_tasks._printable import printable
 from mcp_tasks._redact import shown_endpoint
-from mcp_tasks._store import Intent, TaskRef, TaskStore, default_store_path
-from mcp_tasks._store import open_store as open_location
 from mcp_tasks._store._error import StoreError
-from mcp_tasks._store._location import store_location
-from mcp_tasks._store._sqlite import STORE_ENV
+from mcp_tasks._store._location import STORE_ENV, store_location
+from mcp_tasks._store._sqlite_file import default_store_path
 from mcp_tasks.cli._ids import pick, shown_ids
+
+if TYPE_CHECKING:  # (the parser, and so --help, loads no store)
+    from mcp_tasks._store import Intent, TaskRef, TaskStore
 
 __all__ = [
     "add_store_option",
@@ -61,6 +62,8 @@ def open_store(args: argparse.Namespace) -> TaskStore:
     opened: TaskStore | None = getattr(args, "store_kept", None)
     if opened is not None:
         return opened
+    from mcp_tasks._store import open_store as open_location
+
     try:
         opened = open_location(getattr(args, "store", None))
     except ValueError as exc:  # its text never quotes the location: it may hold a password
