@@ -119,8 +119,11 @@ def _many(data: dict[str, Any]) -> list[str]:
         "`listen` `wait_all` (the shared stream), `poll` `wait_all(listen=False)`, `futures`",
         "`submit` then `result()`, `threads` one thread per `await_task` (the baseline), `tlisten`",
         "one thread per `await_task(listen=True)` (thread-per-wait listening, a threaded web",
-        "backend's shape), `fastmcp` fastmcp-tasks' own async client on its own server (N ≤ 1,000).",
-        "`late`: seconds from the last task ending on the server to the client knowing it.",
+        "backend's shape), `fastmcp` fastmcp-tasks' own async client on its own server (N ≤ 1,000;",
+        "its `late` is an upper bound and its CPU that client's process: see bench/_fastmcp_many.py).",
+        "`late`: seconds from the last task ending on the server to the client knowing it; threads:",
+        "the library's at the peak; connections: TCP connections to the server at the peak; errors:",
+        "waits that failed (a server overloaded by thousands of polling threads drops requests).",
         "",
         *table(
             [
@@ -133,6 +136,8 @@ def _many(data: dict[str, Any]) -> list[str]:
                 "wall × threads",
                 "threads",
                 "gets/task",
+                "connections",
+                "errors",
             ],
             (
                 [
@@ -145,6 +150,8 @@ def _many(data: dict[str, Any]) -> list[str]:
                     r.get("wall_vs_threads"),
                     r.get("threads"),
                     r.get("gets"),
+                    r.get("connections"),
+                    r.get("errors"),
                 ]
                 for r in data["rows"]
             ),
@@ -260,6 +267,10 @@ def machine(data: dict[str, Any]) -> str:
         f"{m.get('implementation', 'Python')} {m.get('python', '?')}, {m.get('system', '?')}{load}. "
         f"Sizes: {sizes or 'the defaults'}."
     )
+    cores = m.get("cores")
+    if isinstance(cores, int) and any(load and load[0] > cores for load in (before, after)):
+        said += " The machine was busy with other work (a load average above its cores): wall times are longer than"
+        said += " on a quiet one, and CPU ratios within the run hold best."
     if data.get("note"):
         said += f" {data['note']}"
     return said
