@@ -52,9 +52,14 @@ def number(value: object) -> str:
 
 
 def table(heads: list[str], rows: Iterable[list[object]]) -> list[str]:
-    """A Markdown table (the first column left-aligned, the others right)."""
-    lines = ["| " + " | ".join(heads) + " |", "|" + "|".join([" --- "] + [" ---: "] * (len(heads) - 1)) + "|"]
-    lines += ["| " + " | ".join(number(cell) for cell in row) + " |" for row in rows]
+    """A Markdown table: a column of text left-aligned, a column of numbers right-aligned."""
+    cells = [list(row) for row in rows]
+    numeric = [
+        any(isinstance(row[i], (int, float)) and not isinstance(row[i], bool) for row in cells)
+        for i in range(len(heads))
+    ]
+    lines = ["| " + " | ".join(heads) + " |", "|" + "|".join(" ---: " if n else " --- " for n in numeric) + "|"]
+    lines += ["| " + " | ".join(number(cell) for cell in row) + " |" for row in cells]
     return lines
 
 
