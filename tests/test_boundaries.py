@@ -35,9 +35,9 @@ class Floor(NamedTuple):
 FLOORS = (
     Floor(
         "ground",
-        ("_clock", "_threads", "_redact", "_printable", "_logs", "_version"),
-        "pure helpers every part uses: deadlines, threads, short ids, escaping, log lines, the "
-        "version; they raise only Python's own errors (the errors tell the clock what a passed "
+        ("_clock", "_threads", "_redact", "_printable", "_call_text", "_logs", "_version"),
+        "pure helpers every part uses: deadlines, threads, short ids, escaping, a call's short "
+        "form, log lines, the version; they raise only Python's own errors (the errors tell the clock what a passed "
         "deadline raises: `_clock.expire_with`)",
     ),
     Floor(

@@ -31,6 +31,7 @@ from mcp_tasks._session._agreement import LEGACY_VERSION, Agreement
 from mcp_tasks._session._channel import Channel, Envelope
 from mcp_tasks._session._dispatch import RequestOwner
 from mcp_tasks._status import Status, TaskState
+from mcp_tasks._tasks._progress_keeper import PROGRESS_TOKEN
 from mcp_tasks._tasks._side import side_of
 from mcp_tasks._tasks._unasked import flat_task, task_in, warn_unasked
 from mcp_tasks._tasks._unfetched import refused, unfetched
@@ -116,9 +117,19 @@ class TaskProtocol:
         raise NotImplementedError
 
     def create(
-        self, name: str, arguments: Mapping[str, Any] | None, deadline: Deadline, meta: Mapping[str, Any] | None
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        deadline: Deadline,
+        meta: Mapping[str, Any] | None,
+        *,
+        token: str | int | None = None,
+        wanted: bool = False,
     ) -> Status | dict[str, Any]:
-        """Call a tool: its Status when the server made it a task, else its CallToolResult."""
+        """Call a tool: its Status when the server made it a task, else its CallToolResult.
+        `token`: the ``progressToken`` for a task-augmented call, and for any call when the
+        caller `wanted` progress.
+        """
         raise NotImplementedError
 
     def read(
@@ -184,10 +195,19 @@ class Modern(TaskProtocol):
         return self.supported()
 
     def create(
-        self, name: str, arguments: Mapping[str, Any] | None, deadline: Deadline, meta: Mapping[str, Any] | None
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        deadline: Deadline,
+        meta: Mapping[str, Any] | None,
+        *,
+        token: str | int | None = None,
+        wanted: bool = False,
     ) -> Status | dict[str, Any]:
-        """See `TaskProtocol.create`."""
+        """See `TaskProtocol.create`: every call declares tasks, so the token rides on each."""
         params = {"name": name, "arguments": dict(arguments or {})}
+        if token is not None:
+            meta = merge_meta(meta, {PROGRESS_TOKEN: token})
         result = self.channel.call_tool(params, deadline, meta=self.meta(meta))
         if result.get("resultType") == "task":
             return decode(result, self.era)
@@ -240,13 +260,24 @@ class Legacy(TaskProtocol):
         return side.task_support.get(tool) in ("optional", "required")
 
     def create(
-        self, name: str, arguments: Mapping[str, Any] | None, deadline: Deadline, meta: Mapping[str, Any] | None
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        deadline: Deadline,
+        meta: Mapping[str, Any] | None,
+        *,
+        token: str | int | None = None,
+        wanted: bool = False,
     ) -> Status | dict[str, Any]:
-        """See `TaskProtocol.create`: task-augmented when the server and the tool allow it."""
+        """See `TaskProtocol.create`: task-augmented when the server and the tool allow it (the
+        token rides on a task-augmented call: its task may report progress for its whole life).
+        """
         params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
         augmented = self.may_create(name, deadline)
         if augmented:
             params["task"] = {"ttl": DEFAULT_TTL_MS}
+        if token is not None and (augmented or wanted):
+            meta = merge_meta(meta, {PROGRESS_TOKEN: token})
         # A task is cancelled with tasks/cancel only: never notifications/cancelled for its call.
         try:
             result = self.channel.call_tool(params, deadline, meta=meta, cancellable=not augmented)
