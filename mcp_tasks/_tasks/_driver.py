@@ -76,7 +76,6 @@ class TaskFuture(concurrent.futures.Future[dict[str, Any]]):
         self.status: Status | None = status
         self.tool: str | None = tool
         self.arguments: dict[str, Any] | None = dict(arguments) if arguments is not None else None
-        self._cancelling = False  # its owner asked the server to cancel it: a cancelled end is that
 
     @property
     def label(self) -> str:
@@ -98,13 +97,13 @@ class TaskFuture(concurrent.futures.Future[dict[str, Any]]):
         task_id = self.task_id
         if task_id is None:
             return bool(super().cancel())
-        self._cancelling = True  # the driver may read the cancelled task before this returns
+        _cancelling.add(self)  # the driver may read the cancelled task before this returns
         try:
             cancel_task(self.client, task_id)
             status = get_task(self.client, task_id)
         except McpError as exc:
             log.warning("could not cancel task %s: %s", short_id(task_id), exc.message)
-            self._cancelling = False
+            _cancelling.discard(self)
             ended = True  # (or the cancel failed): its outcome is what it is
         else:
             ended = status.terminal and status.status is not TaskState.CANCELLED
@@ -126,6 +125,9 @@ class TaskFuture(concurrent.futures.Future[dict[str, Any]]):
             return "cancelled"
         return "done" if self.done() else "pending"
 
+
+_cancelling: weakref.WeakSet[TaskFuture] = weakref.WeakSet()
+"""Futures whose owner asked the server to cancel their task: a cancelled end is that cancel."""
 
 _Handed = tuple[TaskFuture, Status, WaitSettings, bool]  # a future handed to the driver: its task, settings, listen
 
@@ -274,7 +276,7 @@ def _resolve(future: TaskFuture, final: Status | None, error: BaseException | No
             future.set_exception(error)
         elif final is not None:
             future.status = final
-            if final.status is TaskState.CANCELLED and future._cancelling:
+            if final.status is TaskState.CANCELLED and future in _cancelling:
                 concurrent.futures.Future.cancel(future)  # as its owner's cancel() will say
                 return
             try:

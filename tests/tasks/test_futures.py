@@ -82,7 +82,7 @@ def test_cancel_is_a_cancel_when_the_driver_reads_the_cancelled_task_first(
 
     client = harness.client(server={"poll_interval": 0.05})
     future = mt.submit(client, "slow_compute", {"block": True, "gate": "never"})
-    read = driver.get_task
+    read = mt.get_task
 
     def read_once_the_driver_has(client: mt.Client, task_id: str) -> mt.Status:
         concurrent.futures.wait([future], timeout=30)  # the interleaving that raced: driver first
