@@ -19,14 +19,16 @@ Columns: wall over the ideal (the ideal is the moment the last task finished on 
 tool reports time.monotonic(), one clock for every process on Linux), client CPU per task (ms),
 the client CPU ratio and the wall ratio (from the start to the last result) against `threads`,
 peak library threads (``mcp_tasks-*``), ``tasks/get``
-per task, and open connections at the peak (HTTP: TCP connections to the server, sampled from
-/proc/net/tcp; stdio: the one pipe). The server suggests polling every 500 ms. The machine may be
-shared: compare rows of one run, not runs.
+per task, open connections at the peak (HTTP: TCP connections to the server, sampled from
+/proc/net/tcp; stdio: the one pipe), and the waits that failed (`errors`: a server overloaded by
+thousands of polling threads resets connections and leaves requests unanswered). The server
+suggests polling every 500 ms. The machine may be shared: compare rows of one run, not runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import subprocess
@@ -117,11 +119,14 @@ class Peak:
         return self.peak
 
 
-def threads_way(client: mt.Client, tasks: list[mt.Status], listen: bool = False) -> list[dict[str, Any]]:
+def threads_way(client: mt.Client, tasks: list[mt.Status], listen: bool = False) -> list[Any]:
     results: list[Any] = [None] * len(tasks)
 
     def one(i: int) -> None:
-        results[i] = mt.await_task(client, tasks[i], timeout=600, listen=listen)
+        try:
+            results[i] = mt.await_task(client, tasks[i], timeout=600, listen=listen)
+        except mt.McpError as exc:  # counted (the row's `errors`), not raised: an overloaded server
+            results[i] = exc
 
     workers = [threading.Thread(target=one, args=(i,)) for i in range(len(tasks))]
     for worker in workers:
@@ -131,15 +136,28 @@ def threads_way(client: mt.Client, tasks: list[mt.Status], listen: bool = False)
     return results
 
 
-def futures_way(client: mt.Client, size: int, seconds: float) -> list[dict[str, Any]]:
+def settled(get: Callable[[], Any]) -> Any:
+    """`get()`, or the McpError it raised (counted in the row's `errors`)."""
+    try:
+        return get()
+    except mt.McpError as exc:
+        return exc
+
+
+def futures_way(client: mt.Client, size: int, seconds: float) -> list[Any]:
     """mt.submit: the watcher follows each task from its creation on, while the others are made."""
     futures = [mt.submit(client, "nap", {"seconds": seconds}) for _ in range(size)]
-    return [f.result(timeout=600) for f in futures]
+    return [settled(functools.partial(f.result, timeout=600)) for f in futures]
 
 
-WAYS: dict[str, Callable[[mt.Client, list[mt.Status]], list[dict[str, Any]]]] = {
-    "listen": lambda c, t: [mt.outcome(s) for s in mt.wait_all(c, t, timeout=600)],
-    "poll": lambda c, t: [mt.outcome(s) for s in mt.wait_all(c, t, timeout=600, listen=False)],
+def outcomes(statuses: list[mt.Status]) -> list[Any]:
+    """Each status's outcome, or the McpError it raised."""
+    return [settled(functools.partial(mt.outcome, status)) for status in statuses]
+
+
+WAYS: dict[str, Callable[[mt.Client, list[mt.Status]], list[Any]]] = {
+    "listen": lambda c, t: outcomes(mt.wait_all(c, t, timeout=600)),
+    "poll": lambda c, t: outcomes(mt.wait_all(c, t, timeout=600, listen=False)),
     "threads": threads_way,
     "tlisten": lambda c, t: threads_way(c, t, listen=True),
 }
@@ -221,7 +239,8 @@ def run(transport: str, way: str, size: int, seconds: float) -> dict[str, float]
         cpu = time.process_time() - cpu
         threads = peak.stop()
         gets = client.call_tool("count")["structuredContent"].get("tasks/get", 0) - before
-        ideal = max(r["structuredContent"]["done_at"] for r in results)
+        failed = sum(isinstance(r, Exception) for r in results)
+        ideal = max(r["structuredContent"]["done_at"] for r in results if not isinstance(r, Exception))
         return {
             "late": ended - ideal,
             "wall": ended - started,
@@ -230,6 +249,7 @@ def run(transport: str, way: str, size: int, seconds: float) -> dict[str, float]
             "threads": threads,
             "gets": gets / size,
             "connections": peak.connections,
+            "errors": failed,
         }
     finally:
         client.close()
@@ -249,7 +269,7 @@ def main() -> None:
     print(
         f"{'transport':9} {'N':>6} {'way':8} {'ideal s':>8} {'late s':>7} {'cpu ms/task':>11} {'cpu/threads':>11} "
         f"{'wall/threads':>12} "
-        f"{'threads':>7} {'gets/task':>9} {'conns':>5}"
+        f"{'threads':>7} {'gets/task':>9} {'conns':>5} {'errors':>6}"
     )
     for transport in args.transports.split(","):
         for size in map(int, args.sizes.split(",")):
@@ -261,7 +281,8 @@ def main() -> None:
                 walls = f"{row['wall'] / base['wall']:.2f}" if base else "-"
                 print(
                     f"{transport:9} {size:6} {way:8} {row['ideal']:8.2f} {row['late']:7.2f} {row['cpu_ms']:11.3f} "
-                    f"{ratio:>11} {walls:>12} {row['threads']:7.0f} {row['gets']:9.2f} {row['connections']:5.0f}",
+                    f"{ratio:>11} {walls:>12} {row['threads']:7.0f} {row['gets']:9.2f} {row['connections']:5.0f} "
+                    f"{row.get('errors', 0):6}",
                     flush=True,
                 )
                 results.add(

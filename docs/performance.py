@@ -43,6 +43,8 @@ def number(value: object) -> str:
             return f"{value:,.0f}"
         if size >= 10:
             return f"{value:.1f}"
+        if 0 < size < 0.01:
+            return f"{value:.2g}"
         return f"{value:.2f}"
     if isinstance(value, dict):
         return ", ".join(f"{k} {number(v)}" for k, v in value.items())
@@ -52,19 +54,43 @@ def number(value: object) -> str:
 
 
 def table(heads: list[str], rows: Iterable[list[object]]) -> list[str]:
-    """A Markdown table (the first column left-aligned, the others right)."""
-    lines = ["| " + " | ".join(heads) + " |", "|" + "|".join([" --- "] + [" ---: "] * (len(heads) - 1)) + "|"]
-    lines += ["| " + " | ".join(number(cell) for cell in row) + " |" for row in rows]
+    """A Markdown table: a column of text left-aligned, a column of numbers right-aligned."""
+    cells = [list(row) for row in rows]
+    numeric = [
+        any(isinstance(row[i], (int, float)) and not isinstance(row[i], bool) for row in cells)
+        for i in range(len(heads))
+    ]
+    lines = ["| " + " | ".join(heads) + " |", "|" + "|".join(" ---: " if n else " --- " for n in numeric) + "|"]
+    lines += ["| " + " | ".join(number(cell) for cell in row) + " |" for row in cells]
     return lines
 
 
+META_KEYS = ("bench", "command", "date", "machine", "sizes", "size", "note", "rows")
+"""What every results file may carry beside its measures (bench/_results.py)."""
+
+
 def plain(data: dict[str, Any]) -> list[str]:
-    """Any bench's rows as they are: one column per key, in the order they first appear."""
-    rows = data.get("rows") or []
+    """Any bench's results as they are: its rows, one column per key in the order they first
+    appear; a file without rows, one line per measure at its top level (a long list of details
+    counted, not shown).
+    """
+    rows = data.get("rows")
+    if not rows:
+        measures = [(key, value) for key, value in data.items() if key not in META_KEYS]
+        if not measures:
+            return ["(no rows)"]
+        return table(["measure", "value"], ([key.replace("_", " "), _brief(value)] for key, value in measures))
     heads: list[str] = []
     for row in rows:
         heads += [key for key in row if key not in heads]
-    return table(heads, ([row.get(key) for key in heads] for row in rows)) if heads else ["(no rows)"]
+    return table(heads, ([row.get(key) for key in heads] for row in rows))
+
+
+def _brief(value: object) -> object:
+    """A value fit for one cell: a list longer than a few items, or of objects, said by its length."""
+    if isinstance(value, list) and (len(value) > 5 or any(isinstance(v, (dict, list)) for v in value)):
+        return f"{len(value)} entries"
+    return value
 
 
 def _http(data: dict[str, Any]) -> list[str]:
@@ -119,8 +145,11 @@ def _many(data: dict[str, Any]) -> list[str]:
         "`listen` `wait_all` (the shared stream), `poll` `wait_all(listen=False)`, `futures`",
         "`submit` then `result()`, `threads` one thread per `await_task` (the baseline), `tlisten`",
         "one thread per `await_task(listen=True)` (thread-per-wait listening, a threaded web",
-        "backend's shape), `fastmcp` fastmcp-tasks' own async client on its own server (N ≤ 1,000).",
-        "`late`: seconds from the last task ending on the server to the client knowing it.",
+        "backend's shape), `fastmcp` fastmcp-tasks' own async client on its own server (N ≤ 1,000;",
+        "its `late` is an upper bound and its CPU that client's process: see bench/_fastmcp_many.py).",
+        "`late`: seconds from the last task ending on the server to the client knowing it; threads:",
+        "the library's at the peak; connections: TCP connections to the server at the peak; errors:",
+        "waits that failed (a server overloaded by thousands of polling threads drops requests).",
         "",
         *table(
             [
@@ -133,6 +162,8 @@ def _many(data: dict[str, Any]) -> list[str]:
                 "wall × threads",
                 "threads",
                 "gets/task",
+                "connections",
+                "errors",
             ],
             (
                 [
@@ -145,6 +176,8 @@ def _many(data: dict[str, Any]) -> list[str]:
                     r.get("wall_vs_threads"),
                     r.get("threads"),
                     r.get("gets"),
+                    r.get("connections"),
+                    r.get("errors"),
                 ]
                 for r in data["rows"]
             ),
@@ -254,12 +287,20 @@ def machine(data: dict[str, Any]) -> str:
     if before:
         load = f"; load average {number(float(before[0]))} before"
         load += f", {number(float(after[0]))} after" if after else ""
-    sizes = ", ".join(f"{k} {number(v)}" for k, v in (data.get("sizes") or {}).items())
-    said = (
-        f"Ran {data.get('date', '?')} on {m.get('cores', '?')} cores of {m.get('cpu', '?')}, "
-        f"{m.get('implementation', 'Python')} {m.get('python', '?')}, {m.get('system', '?')}{load}. "
-        f"Sizes: {sizes or 'the defaults'}."
-    )
+    given = data.get("sizes") or data.get("size") or {}
+    sizes = ", ".join(f"{k} {number(v)}" for k, v in given.items()) if isinstance(given, dict) else number(given)
+    if m:
+        said = (
+            f"Ran {data.get('date', '?')} on {m.get('cores', '?')} cores of {m.get('cpu', '?')}, "
+            f"{m.get('implementation', 'Python')} {m.get('python', '?')}, {m.get('system', '?')}{load}. "
+        )
+    else:
+        said = "The file does not say which machine it ran on (bench/_results.py records it). "
+    said += f"Sizes: {sizes or 'the defaults'}."
+    cores = m.get("cores")
+    if isinstance(cores, int) and any(load and load[0] > cores for load in (before, after)):
+        said += " The machine was busy with other work (a load average above its cores): wall times are longer than"
+        said += " on a quiet one, and CPU ratios within the run hold best."
     if data.get("note"):
         said += f" {data['note']}"
     return said

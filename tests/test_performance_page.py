@@ -48,3 +48,13 @@ def test_a_results_file_is_shown_when_committed_without_code_of_its_own(tmp_path
     assert "| store down | 1.23 | – |" in page and "| server restart | 12.5 | 0 |" in page
     assert "2 cores of Some CPU" in page and "load average 1.50 before, 2.25 after" in page
     assert generator.render(tmp_path / "none").endswith("No bench results are committed yet.\n")
+
+
+def test_a_results_file_without_rows_shows_its_measures(tmp_path: Path) -> None:
+    generator = _generator()
+    data = {"size": {"workers": 4}, "tasks": 1445, "kinds": {"ok": 3}, "detail": [{"a": 1}] * 9, "p50": 0.0017}
+    (tmp_path / "fleet_faults.json").write_text(json.dumps(data))
+    page = generator.render(tmp_path)
+    assert "| tasks | 1,445 |" in page and "| kinds | ok 3 |" in page and "| detail | 9 entries |" in page
+    assert "| p50 | 0.0017 |" in page
+    assert "does not say which machine it ran on" in page and "Sizes: workers 4." in page
