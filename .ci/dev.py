@@ -114,9 +114,11 @@ def ensure_docs_venv() -> Path:
 
 
 SYSTEM_PACKAGES = {
-    # Debian package: what shows it is there (the site's browser test; the store tests' cluster).
+    # Debian package: what shows it is there (the site's browser test; the store tests' cluster;
+    # the Celery tests' broker).
     "chromium": lambda: bool(shutil.which("chromium") or os.path.exists("/usr/bin/chromium")),
     "postgresql": lambda: bool(shutil.which("initdb") or glob.glob("/usr/lib/postgresql/*/bin/initdb")),
+    "redis-server": lambda: bool(shutil.which("redis-server")),
 }
 
 
@@ -140,7 +142,7 @@ def consent_to_upgrade(upgrades: list[str]) -> bool:
 
 
 def ensure_system_packages() -> None:
-    """Install the system packages the tests use (Chromium, the PostgreSQL server) where they are
+    """Install the system packages the tests use (Chromium, the PostgreSQL server, Redis) where they are
     missing and this is a Debian machine run as root, as CI is; elsewhere say what is missing (the
     tests that need it then fail saying so). Only missing packages are installed, and an installed
     package is upgraded only with consent (see `consent_to_upgrade`): apt simulates first.

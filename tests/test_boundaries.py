@@ -79,6 +79,12 @@ FLOORS = (
         "the public surface (re-exports from every floor, and loads the renderer and the prompt), "
         "python -m mcp_tasks, the example servers",
     ),
+    Floor(
+        "glue",
+        ("celery",),
+        "mcp_tasks.celery (an extra): tool calls as Celery tasks, on the tasks floor's public helpers; only "
+        "a user's Celery app imports it (nothing of the package does)",
+    ),
 )
 
 # Who alone may import a part: a module by its name, a folder (all its modules) with a "/".

@@ -1,0 +1,133 @@
+"""MCP calls as Celery tasks, with real parts: a redis-server, prefork `celery worker` processes
+and the reference server over HTTP (never task_always_eager). Results arrive, failures carry
+their fields, a revoke cancels on the server, the call's timeout ends the follow, input is
+answered by the workers' handlers or from another process, and a worker SIGKILLed mid-follow
+loses nothing and calls nothing twice.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import subprocess
+import sys
+import textwrap
+from types import ModuleType
+from typing import Any
+
+import pytest
+from celery.exceptions import TaskRevokedError
+
+from mcp_tasks.celery import TaskError
+from tests.celery.conftest import Fleet, Worker
+from tests.conftest import ROOT
+
+
+def app_of(fleet: Fleet) -> ModuleType:
+    """The tests' own Celery app (a client of the fleet's broker and backend)."""
+    return importlib.import_module("tests.celery.worker_app")
+
+
+def test_a_result_arrives_and_its_tool_is_called_once(fleet: Fleet) -> None:
+    mcp = app_of(fleet).mcp
+    result = mcp.call.delay(fleet.served.url, "work", {"n": 1, "seconds": 1.0})
+    assert result.get(timeout=120)["structuredContent"] == {"n": 1}
+    assert result.state == "SUCCESS"
+    assert fleet.served.calls[("work", 1)] == 1
+
+
+def test_a_failing_tool_is_a_task_error_with_its_fields(fleet: Fleet) -> None:
+    mcp = app_of(fleet).mcp
+    result = mcp.call.delay(fleet.served.url, "boom", {"n": 2})
+    with pytest.raises(TaskError) as raised:
+        result.get(timeout=120)
+    error = raised.value
+    assert (error.code, error.message, error.data) == (-32001, "the export was refused", {"why": "closed"})
+    assert error.short_task_id is not None and "…" in error.short_task_id
+    assert result.state == "FAILURE"
+
+
+def test_a_revoke_cancels_the_mcp_task_and_the_result_is_revoked(fleet: Fleet) -> None:
+    mcp = app_of(fleet).mcp
+    served = fleet.served
+    result = mcp.call.delay(served.url, "work", {"n": 3, "seconds": 600})
+    served.until(lambda: served.calls[("work", 3)] == 1)
+    result.revoke()
+    served.until(lambda: 3 in served.cancelled)
+    with pytest.raises(TaskRevokedError):
+        result.get(timeout=120)
+    assert result.state == "REVOKED"
+
+
+def test_the_timeout_keyword_ends_the_follow_and_leaves_the_task_running(fleet: Fleet) -> None:
+    mcp = app_of(fleet).mcp
+    served = fleet.served
+    result = mcp.call.delay(served.url, "work", {"n": 4, "seconds": 600}, timeout=1)
+    with pytest.raises(TaskError) as raised:
+        result.get(timeout=120)
+    assert raised.value.data == {"timeoutMs": 1000}
+    assert "still running on the server" in raised.value.message
+    assert 4 not in served.cancelled
+    cancelled = mcp.call.delay(served.url, "work", {"n": 5, "seconds": 600}, timeout=1, cancel_on_timeout=True)
+    with pytest.raises(TaskError, match="cancelled"):
+        cancelled.get(timeout=120)
+    served.until(lambda: 5 in served.cancelled)
+
+
+def test_input_is_answered_by_the_workers_handlers(fleet: Fleet) -> None:
+    mcp = app_of(fleet).mcp
+    answering = Worker("answering", {**fleet.env, "MCP_CELERY_HANDLERS": "1"}, queue="answering")
+    try:
+        result = mcp.call.apply_async((fleet.served.url, "ask", {"n": 6}), queue="answering")
+        assert result.get(timeout=120)["structuredContent"] == {"n": 6, "name": "the worker"}
+    finally:
+        answering.close()
+    assert fleet.served.updates["name-6"] == 1
+
+
+ANSWER = textwrap.dedent(
+    """
+    import sys
+    from tests.celery.worker_app import mcp
+    mcp.answer(sys.argv[1], {sys.argv[2]: {"action": "accept", "content": {"name": "a person"}}})
+    """
+)
+
+
+def test_input_nobody_answers_shows_in_the_result_and_is_answered_from_another_process(fleet: Fleet) -> None:
+    mcp = app_of(fleet).mcp
+    result = mcp.call.delay(fleet.served.url, "ask", {"n": 7})
+    while result.state != "INPUT_REQUIRED":
+        result.get(timeout=0.2, propagate=False) if result.ready() else fleet.served.until(lambda: True, 0.2)
+    meta: dict[str, Any] = result.info
+    (key,) = meta["inputRequests"]
+    assert re.fullmatch(r"[0-9a-f]{16}", key)
+    assert "…" in meta["task"]
+    request = meta["inputRequests"][key]
+    assert request["method"] == "elicitation/create"
+    answer = subprocess.run(
+        [sys.executable, "-c", ANSWER, result.id, key],
+        env={**fleet.env, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert answer.returncode == 0, answer.stderr
+    assert result.get(timeout=120)["structuredContent"] == {"n": 7, "name": "a person"}
+    assert fleet.served.updates["name-7"] == 1
+
+
+def test_a_worker_killed_mid_follow_loses_no_result_and_calls_no_tool_twice(fleet: Fleet) -> None:
+    mcp = app_of(fleet).mcp
+    served = fleet.served
+    numbers = range(10, 18)
+    results = [mcp.call.delay(served.url, "work", {"n": n, "seconds": 3.0}) for n in numbers]
+    served.until(lambda: all(served.calls[("work", n)] for n in numbers))
+    gets = served.gets
+    served.until(lambda: served.gets > gets + 4)  # both workers hold checks now
+    victim = fleet.workers.pop(0)
+    victim.kill()
+    fleet.workers.append(Worker("c", fleet.env))  # the fleet is whole again for later tests
+    for n, result in zip(numbers, results, strict=True):
+        assert result.get(timeout=180)["structuredContent"] == {"n": n}
+    assert [served.calls[("work", n)] for n in numbers] == [1] * len(numbers)
