@@ -218,10 +218,13 @@ SETUP_JOBS = ("venv", "system", "peers", "docs", "floors-venv")
 
 
 def parallel(args: list[str]) -> list[str]:
-    """The arguments for pytest with the parallel workers added, unless the caller chose (-n, -p no:xdist)."""
+    """The arguments for pytest with the parallel workers added, unless the caller chose (-n, -p no:xdist).
+    Tests marked with one ``xdist_group`` run on one worker (the Celery tests share their Redis and
+    workers that way); the others are spread as before.
+    """
     if WORKERS == "0" or any(a.startswith("-n") or a == "no:xdist" for a in args):
         return args
-    return ["-n", WORKERS, *args]
+    return ["-n", WORKERS, "--dist", "loadgroup", *args]
 
 
 def prepare(job: str) -> None:

@@ -84,6 +84,7 @@ class Served:
         self.cancelled: set[int] = set()
         self.updates: Counter[str] = Counter()
         self.gets = 0
+        self.task_ids: set[str] = set()
         self.server.on_request = self._noted
         self._tools()
 
@@ -93,6 +94,7 @@ class Served:
                 self.updates.update(list(params.get("inputResponses", {})))
             if method == "tasks/get":
                 self.gets += 1
+                self.task_ids.add(params["taskId"])
             self.lock.notify_all()
 
     def _count(self, tool: str, n: int) -> None:

@@ -12,20 +12,32 @@ import re
 import subprocess
 import sys
 import textwrap
+import threading
 from types import ModuleType
 from typing import Any
 
 import pytest
+import redis
 from celery.exceptions import TaskRevokedError
 
 from mcp_tasks.celery import TaskError
 from tests.celery.conftest import Fleet, Worker
 from tests.conftest import ROOT
 
+# One Redis and one pair of workers for the module: its tests run on one xdist worker.
+pytestmark = pytest.mark.xdist_group("celery")
+
 
 def app_of(fleet: Fleet) -> ModuleType:
     """The tests' own Celery app (a client of the fleet's broker and backend)."""
     return importlib.import_module("tests.celery.worker_app")
+
+
+def state_becomes(result: Any, state: str) -> None:
+    """Read the result's state (a backend read every 50 ms) until it is `state`; fail if it ends first."""
+    while result.state != state:
+        assert not result.ready(), f"the result ended {result.state} before it was {state}"
+        threading.Event().wait(0.05)
 
 
 def test_a_result_arrives_and_its_tool_is_called_once(fleet: Fleet) -> None:
@@ -97,8 +109,7 @@ ANSWER = textwrap.dedent(
 def test_input_nobody_answers_shows_in_the_result_and_is_answered_from_another_process(fleet: Fleet) -> None:
     mcp = app_of(fleet).mcp
     result = mcp.call.delay(fleet.served.url, "ask", {"n": 7})
-    while result.state != "INPUT_REQUIRED":
-        result.get(timeout=0.2, propagate=False) if result.ready() else fleet.served.until(lambda: True, 0.2)
+    state_becomes(result, "INPUT_REQUIRED")
     meta: dict[str, Any] = result.info
     (key,) = meta["inputRequests"]
     assert re.fullmatch(r"[0-9a-f]{16}", key)
@@ -131,3 +142,23 @@ def test_a_worker_killed_mid_follow_loses_no_result_and_calls_no_tool_twice(flee
     for n, result in zip(numbers, results, strict=True):
         assert result.get(timeout=180)["structuredContent"] == {"n": n}
     assert [served.calls[("work", n)] for n in numbers] == [1] * len(numbers)
+
+
+def test_no_full_task_id_reaches_the_workers_logs_or_the_backend(fleet: Fleet) -> None:
+    mcp = app_of(fleet).mcp
+    served = fleet.served
+    results = [mcp.call.delay(served.url, tool, {"n": 20 + i}) for i, tool in enumerate(["boom", "ask"])]
+    results.append(mcp.call.delay(served.url, "work", {"n": 22, "seconds": 0.5}))
+    results[0].get(timeout=120, propagate=False)
+    results[2].get(timeout=120)
+    state_becomes(results[1], "INPUT_REQUIRED")
+    results[1].revoke()
+    with pytest.raises(TaskRevokedError):
+        results[1].get(timeout=120)
+    logged = "".join(line for worker in fleet.workers for line in worker.lines)
+    assert "mcp_tasks.call[" in logged
+    assert served.task_ids and not [t for t in served.task_ids if t in logged]
+    with redis.Redis.from_url(f"{fleet.redis.url}/1") as backend:
+        kept = b"".join(backend.get(key) or b"" for key in backend.scan_iter("celery-task-meta-*"))
+    assert b'"status": "FAILURE"' in kept
+    assert not [t for t in served.task_ids if t.encode() in kept]
