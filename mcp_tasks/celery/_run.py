@@ -17,7 +17,7 @@ from celery import Task
 from celery.exceptions import Ignore
 
 from mcp_tasks._client import Client
-from mcp_tasks._errors import McpError, TaskTimeout
+from mcp_tasks._errors import McpError, TaskTimeout, TransportError
 from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status, TaskState
 from mcp_tasks._store import StoreError, TaskStore
@@ -91,8 +91,8 @@ def run(task: Task, clients: Clients, check_every: float, call: Call, shown: str
             return checked(called, call.raise_on_error, None, call.tool)
         task_id = called.task_id
         status = called
-        if shown is not None and not status.terminal:
-            status = _check(task, client, clients, store, status)
+        if (shown is not None and not status.terminal) or (status.terminal and not status.detailed):
+            status = _checked(task, client, clients, store, status)
         kept = store.get(task_id)
         began = kept.created_at if kept is not None else time.time()
         deadline = began + call.timeout if call.timeout is not None else None
@@ -109,7 +109,7 @@ def run(task: Task, clients: Clients, check_every: float, call: Call, shown: str
         task.backend.mark_as_revoked(celery_id, "cancelled on the MCP server", request=task.request)
         raise Ignore()
     assert isinstance(step, Check)
-    now_shown = _show(task, step.state, status)
+    now_shown = _show(step.state, status)
     if now_shown != shown:
         meta = input_meta(celery_id, status) if step.state == "INPUT_REQUIRED" else {"task": short_id(task_id)}
         task.update_state(state=step.state, meta=meta)
@@ -123,11 +123,22 @@ def run(task: Task, clients: Clients, check_every: float, call: Call, shown: str
     raise Ignore()
 
 
-def _show(task: Task, state: str, status: Status) -> str:
+def _show(state: str, status: Status) -> str:
     """What the result shows, as carried to the next check (so that it is written once)."""
     if state != "INPUT_REQUIRED":
         return state
     return state + ":" + ",".join(sorted(status.input_requests))
+
+
+def _checked(task: Task, client: Client, clients: Clients, store: TaskStore, kept: Status) -> Status:
+    """`_check`, or the status kept when the server or the store does not answer now (the next
+    check reads again: a link down for a moment ends no call).
+    """
+    try:
+        return _check(task, client, clients, store, kept)
+    except (TransportError, StoreError) as exc:
+        log.warning("task %s: could not check it (checking again later): %s", short_id(kept.task_id), exc)
+        return kept
 
 
 def _check(task: Task, client: Client, clients: Clients, store: TaskStore, kept: Status) -> Status:

@@ -139,9 +139,12 @@ class Served:
 class Worker:
     """A real `celery worker` (prefork, concurrency 2) on the tests' app, in its own session."""
 
-    def __init__(self, name: str, env: dict[str, str], queue: str = "celery") -> None:
-        args = [sys.executable, "-m", "celery", "-A", "tests.celery.worker_app", "worker", "-P", "prefork", "-c", "2"]
-        args += ["-n", f"{name}@%h", "-Q", queue, "-l", "info", "--without-gossip", "--without-mingle"]
+    def __init__(
+        self, name: str, env: dict[str, str], queue: str = "celery", app: str = "tests.celery.worker_app"
+    ) -> None:
+        args = [sys.executable, "-m", "celery", "-A", app, "worker", "-P", "prefork", "-c", "2"]
+        self.node = f"{name}@{socket.gethostname()}"
+        args += ["-n", self.node, "-Q", queue, "-l", "info", "--without-gossip", "--without-mingle"]
         args += ["--without-heartbeat"]
         self.process = subprocess.Popen(
             args,
