@@ -114,9 +114,11 @@ def ensure_docs_venv() -> Path:
 
 
 SYSTEM_PACKAGES = {
-    # Debian package: what shows it is there (the site's browser test; the store tests' cluster).
+    # Debian package: what shows it is there (the site's browser test; the store tests' cluster;
+    # the Celery tests' broker).
     "chromium": lambda: bool(shutil.which("chromium") or os.path.exists("/usr/bin/chromium")),
     "postgresql": lambda: bool(shutil.which("initdb") or glob.glob("/usr/lib/postgresql/*/bin/initdb")),
+    "redis-server": lambda: bool(shutil.which("redis-server")),
 }
 
 
@@ -140,7 +142,7 @@ def consent_to_upgrade(upgrades: list[str]) -> bool:
 
 
 def ensure_system_packages() -> None:
-    """Install the system packages the tests use (Chromium, the PostgreSQL server) where they are
+    """Install the system packages the tests use (Chromium, the PostgreSQL server, Redis) where they are
     missing and this is a Debian machine run as root, as CI is; elsewhere say what is missing (the
     tests that need it then fail saying so). Only missing packages are installed, and an installed
     package is upgraded only with consent (see `consent_to_upgrade`): apt simulates first.
@@ -216,10 +218,13 @@ SETUP_JOBS = ("venv", "system", "peers", "docs", "floors-venv")
 
 
 def parallel(args: list[str]) -> list[str]:
-    """The arguments for pytest with the parallel workers added, unless the caller chose (-n, -p no:xdist)."""
+    """The arguments for pytest with the parallel workers added, unless the caller chose (-n, -p no:xdist).
+    Tests marked with one ``xdist_group`` run on one worker (the Celery tests share their Redis and
+    workers that way); the others are spread as before.
+    """
     if WORKERS == "0" or any(a.startswith("-n") or a == "no:xdist" for a in args):
         return args
-    return ["-n", WORKERS, *args]
+    return ["-n", WORKERS, "--dist", "loadgroup", *args]
 
 
 def prepare(job: str) -> None:

@@ -82,6 +82,12 @@ FLOORS = (
         "a value first shows, the prompt with `InputHandlers`), "
         "python -m mcp_tasks, the example servers",
     ),
+    Floor(
+        "glue",
+        ("celery",),
+        "mcp_tasks.celery (an extra): tool calls as Celery tasks, on the tasks floor's public helpers; only "
+        "a user's Celery app imports it (nothing of the package does)",
+    ),
 )
 
 # Who alone may import a part: a module by its name, a folder (all its modules) with a "/".

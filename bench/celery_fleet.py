@@ -1,0 +1,164 @@
+"""MCP calls as Celery tasks (issue 35), with real parts: a redis-server, 2 prefork workers of
+concurrency 2, the reference server over HTTP in this process. Not a test: it prints a table.
+
+    python bench/celery_fleet.py [--tasks 1000] [--seconds 10] [--naive 20]
+
+Rows:
+
+  mcp_tasks.celery  --tasks calls of a tool that sleeps --seconds, through `McpTasks`
+  naive             --naive calls through a task that waits in its worker (`call_and_await`)
+  mcp_tasks.celery  the same --naive calls through `McpTasks` (the ratio's other side)
+  killed            --tasks calls through `McpTasks`, one worker SIGKILLed mid-run (a third starts)
+
+Columns: `wall`, from the first delay() to the last result read; `late`, how long after the
+ideal the last result was read (the ideal: the moment the last MCP task ended on the server);
+broker messages per task (Redis LPUSH calls: every message sent to a queue, checks included);
+`tasks/get` per task (as the server counts them); tools called twice; results missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import redis  # noqa: E402
+
+from mcp_tasks.server import Server, ToolContext, serve_http  # noqa: E402
+from tests.celery.conftest import Redis, Worker  # noqa: E402
+
+
+class Served:
+    """The reference server: `nap` sleeps and notes when it ended; calls and tasks/get counted."""
+
+    def __init__(self) -> None:
+        self.server = Server("celery-fleet", poll_interval=1.0, task_ttl=3600, max_jobs=50_000, max_tasks=100_000)
+        self.lock = threading.Lock()
+        self.calls: Counter[int] = Counter()
+        self.ends: list[float] = []
+        self.gets = 0
+        self.server.on_request = self._noted
+
+        @self.server.tool(task="optional")
+        def nap(ctx: ToolContext, n: int, seconds: float) -> dict[str, Any]:
+            with self.lock:
+                self.calls[n] += 1
+            ctx.sleep(seconds)
+            with self.lock:
+                self.ends.append(time.monotonic())
+            return {"n": n}
+
+        self.http = serve_http(self.server)
+        self.url = self.http.url
+
+    def _noted(self, method: str, params: dict[str, Any]) -> None:
+        if method == "tasks/get":
+            with self.lock:
+                self.gets += 1
+
+    def reset(self) -> None:
+        with self.lock:
+            self.calls.clear()
+            self.ends.clear()
+            self.gets = 0
+
+    def close(self) -> None:
+        self.http.close()
+        self.server.close()
+
+
+def lpushes(url: str) -> int:
+    with redis.Redis.from_url(f"{url}/0") as broker:
+        stats = broker.info("commandstats")
+    return int(stats.get("cmdstat_lpush", {}).get("calls", 0))
+
+
+def run(
+    name: str, served: Served, redis_url: str, task: Any, count: int, seconds: float, kill: Any = None
+) -> dict[str, Any]:
+    """Send `count` calls through `task`, read every result; the row."""
+    served.reset()
+    pushed = lpushes(redis_url)
+    began = time.monotonic()
+    results = [task.delay(served.url, "nap", {"n": n, "seconds": seconds}) for n in range(count)]
+    if kill is not None:
+        while len(served.calls) < count // 2:
+            time.sleep(0.05)
+        kill()
+    missing = 0
+    for result in results:
+        try:
+            result.get(timeout=max(600.0, 4 * seconds * count))
+        except Exception as exc:
+            print(f"{name}: a result is missing: {exc!r}", file=sys.stderr)
+            missing += 1
+    done = time.monotonic()
+    ideal = max(served.ends) if served.ends else done
+    return {
+        "row": name,
+        "tasks": count,
+        "wall": done - began,
+        "late": done - ideal,
+        "messages": (lpushes(redis_url) - pushed) / count,
+        "gets": served.gets / count,
+        "twice": sum(1 for n in served.calls.values() if n > 1),
+        "missing": missing + (count - len(served.calls)),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=1000)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--naive", type=int, default=20)
+    options = parser.parse_args()
+    where = Path(tempfile.mkdtemp())
+    server = Redis(where)
+    served = Served()
+    env = {
+        "MCP_CELERY_REDIS": server.url,
+        "MCP_CELERY_STORE": str(where / "tasks.sqlite3"),
+        "PYTHONPATH": str(ROOT),
+    }
+    os.environ.update(env)
+    from bench._celery_app import mcp, naive
+
+    workers = [Worker(name, env, app="bench._celery_app") for name in ("a", "b")]
+    rows = []
+    try:
+        rows.append(run("mcp_tasks.celery", served, server.url, mcp.call, options.tasks, options.seconds))
+        rows.append(run("naive", served, server.url, naive, options.naive, options.seconds))
+        rows.append(run("mcp_tasks.celery", served, server.url, mcp.call, options.naive, options.seconds))
+
+        def kill() -> None:
+            workers.pop(0).kill()
+            workers.append(Worker("c", env, app="bench._celery_app"))
+
+        rows.append(run("killed", served, server.url, mcp.call, options.tasks, options.seconds, kill))
+    finally:
+        for worker in workers:
+            worker.close()
+        served.close()
+        server.close()
+    heads = ("tasks", "wall s", "late s", "msgs/task", "gets/task", "twice", "missing")
+    widths = (6, 8, 7, 9, 9, 5, 7)
+    print(f"{'row':18} " + " ".join(f"{h:>{w}}" for h, w in zip(heads, widths, strict=True)))
+    for r in rows:
+        print(
+            f"{r['row']:18} {r['tasks']:>6} {r['wall']:>8.1f} {r['late']:>7.2f} {r['messages']:>9.2f} "
+            f"{r['gets']:>9.2f} {r['twice']:>5} {r['missing']:>7}"
+        )
+    print(f"naive / mcp_tasks.celery wall at {options.naive} tasks: {rows[1]['wall'] / rows[2]['wall']:.1f}x")
+
+
+if __name__ == "__main__":
+    main()

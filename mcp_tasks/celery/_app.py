@@ -1,0 +1,150 @@
+"""`McpTasks`: MCP tool calls as Celery tasks. Its task (``mcp_tasks.call``) starts the call in a
+worker and then follows the MCP task with short checks of the same Celery id, each a message
+sent with a countdown (see `_run`): no worker slot is held while the MCP task runs, a worker that
+dies loses nothing the broker does not give back (every message is short, so a short visibility
+timeout is safe), and the call is keyed in the task store by the Celery id, so a message
+delivered twice follows the task already started. A revoke reaches the worker's main process,
+which discards the next check and sends ``tasks/cancel`` (`on_revoked`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from celery import Celery, Task, signals
+from celery.result import AsyncResult
+
+from mcp_tasks._errors import McpError
+from mcp_tasks._input import InputHandlers
+from mcp_tasks._redact import short_id
+from mcp_tasks._store import StoreError
+from mcp_tasks._tasks import cancel_task
+from mcp_tasks.celery._clients import AuthOption, Clients, HeadersOption, StoreOption, per_endpoint
+from mcp_tasks.celery._error import TaskError
+from mcp_tasks.celery._inputs import answers_key
+from mcp_tasks.celery._run import CANCEL_TIMEOUT, Call, run
+
+__all__ = ["CHECK_EVERY", "McpTasks"]
+
+log = logging.getLogger("mcp_tasks")
+
+CHECK_EVERY = 1.0
+"""Seconds between two checks of a running MCP task (also how soon a revoke is acted on)."""
+TASK_NAME = "mcp_tasks.call"
+
+
+class McpTasks:
+    """MCP tool calls run as tasks of the Celery `app`:
+    ``mcp.call.delay(endpoint, tool, arguments, timeout=…, cancel_on_timeout=…,
+    raise_on_error=…, key=…)`` returns an `AsyncResult` whose ``get()`` is the CallToolResult or
+    raises `TaskError`; ``revoke()`` cancels the MCP task.
+
+    `store`: the task store the calls are recorded in (a location such as ``$MCP_TASKS_STORE``,
+    opened in each worker process; or a `TaskStore`), shared by every worker.
+    `input_handlers` answer input in the workers; without them the result shows
+    ``INPUT_REQUIRED`` and `answer` answers. `auth` and `headers`: a mapping from endpoint to
+    value, or a function of the endpoint. `check_every`: seconds between two checks.
+    """
+
+    def __init__(
+        self,
+        app: Celery,
+        *,
+        store: StoreOption,
+        input_handlers: InputHandlers | None = None,
+        auth: AuthOption = None,
+        headers: HeadersOption = None,
+        check_every: float = CHECK_EVERY,
+    ) -> None:
+        if input_handlers is not None and not isinstance(input_handlers, InputHandlers):
+            raise TypeError(f"input_handlers must be an InputHandlers or None, got {type(input_handlers).__name__}")
+        if isinstance(check_every, bool) or not isinstance(check_every, (int, float)) or not 0 < check_every < 3600:
+            raise ValueError(f"check_every must be a number of seconds between 0 and 3600, got {check_every!r}")
+        self.app = app
+        self._clients = Clients(store, input_handlers, per_endpoint("auth", auth), per_endpoint("headers", headers))
+        self._check_every = float(check_every)
+        self.call: Task = self._register(app)
+        signals.task_revoked.connect(self.on_revoked, weak=False)
+        signals.worker_process_shutdown.connect(self._close, weak=False)
+        signals.worker_shutdown.connect(self._close, weak=False)
+
+    def _register(self, app: Celery) -> Task:
+        clients, every = self._clients, self._check_every
+
+        def call(
+            task: Task,
+            endpoint: str,
+            tool: str,
+            arguments: dict[str, Any] | None = None,
+            timeout: float | None = None,
+            cancel_on_timeout: bool = False,
+            raise_on_error: bool = False,
+            key: str | None = None,
+            _shown: str | None = None,
+        ) -> dict[str, Any]:
+            """Call `tool` on `endpoint` and follow its MCP task (see `McpTasks`)."""
+            try:
+                given = Call(endpoint, tool, arguments, timeout, cancel_on_timeout, raise_on_error, key)
+            except (TypeError, ValueError) as exc:
+                raise TaskError(-32602, str(exc)) from None
+            return run(task, clients, every, given, _shown)
+
+        registered: Task = app.task(
+            call,
+            bind=True,
+            name=TASK_NAME,
+            acks_late=True,
+            reject_on_worker_lost=True,
+            throws=(TaskError,),
+            shared=False,
+        )
+        return registered
+
+    def answer(self, result_id: str, responses: Mapping[str, Any]) -> None:
+        """Answer the input an ``INPUT_REQUIRED`` result shows, by its keys there, from any process:
+        the answers wait in the result backend for the worker that checks the task next, which
+        writes them to the store and sends them once. ValueError for a key the result does not
+        show.
+        """
+        if not isinstance(responses, Mapping):
+            raise TypeError(f"responses must be a dict, got {type(responses).__name__}")
+        backend = self.app.backend
+        if not all(callable(getattr(backend, name, None)) for name in ("get", "set", "delete")):
+            raise TypeError(
+                f"answer() needs a key-value result backend (Redis, Memcached…), not {type(backend).__name__}"
+            )
+        result = AsyncResult(result_id, app=self.app)
+        info = result.info if result.state == "INPUT_REQUIRED" else None
+        shown = info.get("inputRequests", {}) if isinstance(info, dict) else {}
+        unknown = sorted(set(responses) - set(shown))
+        if unknown:
+            raise ValueError(f"the result does not show input under {', '.join(map(repr, unknown))}")
+        kept = backend.get(answers_key(result_id))
+        merged = {**(json.loads(kept) if kept else {}), **dict(responses)}
+        backend.set(answers_key(result_id), json.dumps(merged))
+
+    def on_revoked(self, sender: Any = None, request: Any = None, **_: Any) -> None:
+        """A worker discarded a revoked message of the call task (its main process): send
+        ``tasks/cancel`` for the MCP task the call started, if it started one.
+        """
+        if getattr(sender, "name", None) != TASK_NAME or request is None:
+            return
+        args, kwargs = list(request.args or ()), dict(request.kwargs or {})
+        endpoint = args[0] if args else kwargs.get("endpoint")
+        key = kwargs.get("key") or request.id
+        if not isinstance(endpoint, str) or not isinstance(key, str):
+            return
+        try:
+            intent = self._clients.store().get_intent(endpoint, key)  # type: ignore[attr-defined]
+            if intent is None or intent.task_id is None:
+                return
+            cancel_task(self._clients.client(endpoint), intent.task_id, timeout=CANCEL_TIMEOUT)
+            log.info("task %s: cancelled (its Celery task was revoked)", short_id(intent.task_id))
+        except (McpError, StoreError) as exc:
+            log.warning("a revoked call: could not cancel its MCP task: %s", exc)
+
+    def _close(self, **_: Any) -> None:
+        self._clients.close()

@@ -1,0 +1,186 @@
+"""One run of the registered Celery task: start the call (or find the one its key already
+started), read the task once, and either put its outcome in the result or send the next check
+of the same Celery id and let this run go (`Ignore`), so that no worker slot is held while the
+MCP task runs. The decision is `_step.decide`; this module does its I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import attrs
+from celery import Task
+from celery.exceptions import Ignore
+
+from mcp_tasks._client import Client
+from mcp_tasks._errors import McpError, TaskTimeout, TransportError
+from mcp_tasks._redact import short_id
+from mcp_tasks._status import Status, TaskState
+from mcp_tasks._store import StoreError, TaskStore
+from mcp_tasks._tasks import call_tool, cancel_task, get_task, outcome, wait_task
+from mcp_tasks._tasks._wait import checked
+from mcp_tasks.celery._clients import Clients
+from mcp_tasks.celery._error import failure_of
+from mcp_tasks.celery._inputs import answers_key, input_meta, real_keys
+from mcp_tasks.celery._step import Check, Finish, Revoked, TimedOut, decide
+
+__all__ = ["ANSWER_HOLD", "CANCEL_TIMEOUT", "Call", "run"]
+
+log = logging.getLogger("mcp_tasks")
+
+ANSWER_HOLD = 1.0
+"""Seconds a check may hold its worker to answer input (the handlers', or answers left by
+`McpTasks.answer`) and see the answer taken."""
+CANCEL_TIMEOUT = 5.0
+"""Seconds for the ``tasks/cancel`` of a revoke or of ``cancel_on_timeout``."""
+START_TIMEOUT = 30.0
+"""Seconds for the ``tools/call`` that starts the task (and for each check's ``tasks/get``)."""
+
+
+@attrs.frozen
+class Call:
+    """The keywords of one call, as its Celery message carries them (JSON)."""
+
+    endpoint: str
+    tool: str
+    arguments: dict[str, Any] | None
+    timeout: float | None
+    cancel_on_timeout: bool
+    raise_on_error: bool
+    key: str | None
+
+    def __attrs_post_init__(self) -> None:
+        for name in ("endpoint", "tool"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name):
+                raise ValueError(f"{name} must be a non-empty string")
+        if self.arguments is not None and not isinstance(self.arguments, Mapping):
+            raise TypeError(f"arguments must be a JSON object or None, got {type(self.arguments).__name__}")
+        if self.timeout is not None and (isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float))):
+            raise TypeError(f"timeout must be a number of seconds or None, got {type(self.timeout).__name__}")
+        for name in ("cancel_on_timeout", "raise_on_error"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be True or False")
+
+    def keywords(self, shown: str) -> dict[str, Any]:
+        """The keywords of the next check's message (`shown`: the state the result shows)."""
+        return {
+            "timeout": self.timeout,
+            "cancel_on_timeout": self.cancel_on_timeout,
+            "raise_on_error": self.raise_on_error,
+            "key": self.key,
+            "_shown": shown,
+        }
+
+
+def run(task: Task, clients: Clients, check_every: float, call: Call, shown: str | None) -> dict[str, Any]:
+    """One run for `call`; `shown` is None for the first (the message `delay` sent), else the
+    state the result shows. Returns the CallToolResult, raises `TaskError`, or `Ignore` after
+    sending the next check.
+    """
+    celery_id: str = task.request.id
+    task_id: str | None = None
+    try:
+        client = clients.client(call.endpoint)
+        store = clients.store()
+        called = call_tool(client, call.tool, call.arguments, key=call.key or celery_id, timeout=START_TIMEOUT)
+        if isinstance(called, dict):
+            return checked(called, call.raise_on_error, None, call.tool)
+        task_id = called.task_id
+        status = called
+        if (shown is not None and not status.terminal) or (status.terminal and not status.detailed):
+            status = _checked(task, client, clients, store, status)
+        kept = store.get(task_id)
+        began = kept.created_at if kept is not None else time.time()
+        deadline = began + call.timeout if call.timeout is not None else None
+        step = decide(status, time.time(), deadline, check_every)
+        if isinstance(step, Finish):
+            return checked(outcome(status), call.raise_on_error, status, call.tool)
+        if isinstance(step, TimedOut):
+            assert call.timeout is not None
+            cancelled = call.cancel_on_timeout and _cancelled(client, task_id)
+            raise TaskTimeout(task_id, call.timeout, status, cancelled=cancelled)
+    except (McpError, StoreError, ValueError, TypeError) as exc:
+        raise failure_of(exc, task_id) from None
+    if isinstance(step, Revoked):
+        task.backend.mark_as_revoked(celery_id, "cancelled on the MCP server", request=task.request)
+        raise Ignore()
+    assert isinstance(step, Check)
+    now_shown = _show(step.state, status)
+    if now_shown != shown:
+        meta = input_meta(celery_id, status) if step.state == "INPUT_REQUIRED" else {"task": short_id(task_id)}
+        task.update_state(state=step.state, meta=meta)
+    task.apply_async(
+        args=(call.endpoint, call.tool, call.arguments),
+        kwargs=call.keywords(now_shown),
+        task_id=celery_id,
+        countdown=step.countdown,
+        queue=(task.request.delivery_info or {}).get("routing_key"),  # checks stay on the call's queue
+    )
+    raise Ignore()
+
+
+def _show(state: str, status: Status) -> str:
+    """What the result shows, as carried to the next check (so that it is written once)."""
+    if state != "INPUT_REQUIRED":
+        return state
+    return state + ":" + ",".join(sorted(status.input_requests))
+
+
+def _checked(task: Task, client: Client, clients: Clients, store: TaskStore, kept: Status) -> Status:
+    """`_check`, or the status kept when the server or the store does not answer now (the next
+    check reads again: a link down for a moment ends no call).
+    """
+    try:
+        return _check(task, client, clients, store, kept)
+    except (TransportError, StoreError) as exc:
+        log.warning("task %s: could not check it (checking again later): %s", short_id(kept.task_id), exc)
+        return kept
+
+
+def _check(task: Task, client: Client, clients: Clients, store: TaskStore, kept: Status) -> Status:
+    """Read the task once; when it waits for input that this worker can send (its handlers', or
+    answers left by `McpTasks.answer`), wait up to `ANSWER_HOLD` to send it, leased.
+    """
+    status = get_task(client, kept.task_id, timeout=START_TIMEOUT)
+    if status.status is not TaskState.INPUT_REQUIRED:
+        return status
+    moved = _move_answers(task, store, status)
+    if not (clients.answers_input or moved or store.unacknowledged(status.task_id)):
+        return status
+    strategy: Literal["handlers", "return"] = "handlers" if clients.answers_input else "return"
+    try:
+        return wait_task(client, status, timeout=ANSWER_HOLD, input=strategy, poll_interval=0.05)
+    except TaskTimeout as exc:
+        return exc.status if exc.status is not None else status
+
+
+def _move_answers(task: Task, store: TaskStore, status: Status) -> bool:
+    """Move the answers `McpTasks.answer` left in the result backend into the store's ledger."""
+    backend = task.backend
+    getter = getattr(backend, "get", None)
+    if not callable(getter):
+        return False
+    celery_id: str = task.request.id
+    raw = getter(answers_key(celery_id))
+    if raw is None:
+        return False
+    left = json.loads(raw)
+    answers = real_keys(celery_id, status, left if isinstance(left, dict) else {})
+    if answers:
+        store.write_answers(status.task_id, answers)
+    backend.delete(answers_key(celery_id))
+    return bool(answers)
+
+
+def _cancelled(client: Client, task_id: str) -> bool:
+    """Send ``tasks/cancel`` for a call whose ``timeout`` passed; whether the server took it."""
+    try:
+        cancel_task(client, task_id, timeout=CANCEL_TIMEOUT)
+    except McpError as exc:
+        log.warning("task %s: could not cancel it after its timeout: %s", short_id(task_id), exc)
+        return False
+    return True
