@@ -17,6 +17,7 @@ from mcp_tasks._store._protocol import (
     TaskStore,
     fences_statuses,
     lease_ttl_of,
+    leases_on_record,
 )
 from mcp_tasks._store._ref import NewerRecord, TaskRef
 from mcp_tasks._store._renewer import Lease, Renewer, hold, let_go
@@ -44,6 +45,7 @@ __all__ = [
     "hold",
     "holder_gone",
     "lease_ttl_of",
+    "leases_on_record",
     "let_go",
     "moves_forward",
     "new_holder",
