@@ -172,13 +172,14 @@ def _s(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f} s"
 
 
-def table(r: dict[str, Any]) -> str:
-    """The printed table: each measure, its value, its goal, and whether it was met."""
-    size = r["size"]
+def measures(r: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
+    """Each measure (a part of the one above it indented by two spaces), its value, its goal,
+    and whether it was met (None: no goal).
+    """
     over = max(v for v in (r["probe_overshoot_max"], r["call_overshoot_max"], 0.0) if v is not None)
     adopter_stop = r["close_s"].get("0")
     closes = [v for n, v in r["close_s"].items() if n != "0"]
-    rows = [
+    rows: list[tuple[str, str, str, bool | None]] = [
         ("tasks made on the server", str(r["tasks"]), "", None),
         ("outcome delivered exactly once", str(r["delivered_once"]), "all but the windows", None),
         ("outcome never delivered", str(r["delivered_never"]), "0", r["delivered_never"] == 0),
@@ -206,6 +207,13 @@ def table(r: dict[str, Any]) -> str:
         ("an orphan's wait for a claim: max", _s(r["orphan_wait_max"]), f"<= {r['orphan_goal']:.2f} s",
          None if r["orphan_wait_max"] is None else r["orphan_wait_max"] <= r["orphan_goal"]),
     ]  # fmt: skip
+    return rows
+
+
+def table(r: dict[str, Any]) -> str:
+    """The printed table: each measure, its value, its goal, and whether it was met."""
+    size = r["size"]
+    rows = measures(r)
     head = (
         f"{size['workers']} workers (1 adopting) x {size['tasks']} tasks, lease {size['lease']:g} s; faults: "
         + ", ".join(f"{f['fault']} at {f['start']:.0f} s" for f in r["faults"])

@@ -49,9 +49,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import mcp_tasks as mt  # noqa: E402
-from bench._fleet_faults_report import report, table  # noqa: E402
+from bench._fleet_faults_report import measures, report, table  # noqa: E402
 from bench._fleet_workers import adopter, submitter  # noqa: E402
 from bench._proxy import Proxy  # noqa: E402
+from bench._results import Results  # noqa: E402
 from tests.pg import Cluster, running_cluster  # noqa: E402
 
 SIZES = {
@@ -288,10 +289,13 @@ def main() -> None:
             size[name] = given
     if size["workers"] < 3:
         parser.error("--workers must be at least 3 (an adopter, the slow worker, the one killed)")
+    out = Results("fleet_faults", args.json, size, "quick: a smoke run's sizes" if args.quick else "")
     results = run(size)
     print(table(results))
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
+    for name, value, goal, met in measures(results):
+        out.add(measure=name, value=value, goal=goal, met=met)
+    out.extra.update({key: value for key, value in results.items() if key != "size"})  # the details
+    out.write()
 
 
 if __name__ == "__main__":

@@ -244,6 +244,30 @@ def _fleet(data: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _fleet_faults(data: dict[str, Any]) -> list[str]:
+    faults = ", ".join(f"{f['fault']} at {number(float(f['start']))} s" for f in data.get("faults", []))
+    lines = [
+        "Worker processes sharing PostgreSQL, one running `adopt(forever=True)`, the others each",
+        "starting tasks (a quarter asking input) and following them with futures, while the faults",
+        "come one after another: the database frozen (SIGSTOP), stopped and started again, every",
+        "connection cut, one worker's links slowed, one worker SIGKILLed. A task's outcome is to be",
+        "delivered exactly once, apart from three windows counted apart (a worker that died; an",
+        "outage longer than the lease; a `close()` that could not reach the store); no end lost,",
+        "no input answered twice, no wait ending more than 0.5 s past its deadline.",
+        "",
+        *table(
+            ["measure", "value", "goal", "met"],
+            (
+                [("↳ " if r["measure"].startswith(" ") else "") + r["measure"].strip(), r["value"], r["goal"], r["met"]]
+                for r in data.get("rows", [])
+            ),
+        ),
+    ]
+    if faults:
+        lines += ["", f"Faults (seconds from the start): {faults}."]
+    return lines
+
+
 class Section(NamedTuple):
     """One bench's part of the page: its results file, its title, how its rows are shown."""
 
@@ -259,7 +283,7 @@ SECTIONS = (
     Section("many_tasks.json", "Many tasks on one client", _many),
     Section("listen_latency.json", "How soon a listening wait learns", _listen),
     Section("fleet.json", "A fleet of workers", _fleet),
-    Section("fleet_faults.json", "A fleet under faults"),
+    Section("fleet_faults.json", "A fleet under faults", _fleet_faults),
     Section("celery_fleet.json", "A Celery fleet"),
     Section("import_time.json", "Import time"),
 )

@@ -76,6 +76,16 @@ over HTTP a server sees it only when a write fails, at its next keep-alive (ever
 after, as real servers do."""
 
 
+def lease_elsewhere(client: mt.Client, store: mt.TaskStore, task_id: str, holder: str, ttl: float = 600.0) -> bool:
+    """Give `holder` (another process's wait) the lease of a task `client` started: the lease its
+    record came with (the client's starter's) is freed first, as if that wait had taken over.
+    """
+    from mcp_tasks._tasks._starts import starts_of
+
+    store.release(task_id, starts_of(client.channel).holder)
+    return store.acquire(task_id, holder, ttl)
+
+
 def eventually(check: Callable[[], Any], timeout: float = 10.0, message: str = "condition") -> Any:
     """Re-check a condition until it holds (for state in another process); fails after `timeout`."""
     end = time.monotonic() + timeout

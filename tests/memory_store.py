@@ -21,17 +21,26 @@ class MemoryTaskStore:
 
     def __init__(self, *, lease_ttl: float = 15.0) -> None:
         self.lease_ttl = lease_ttl
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # `join_intent` records under it too
         self._refs: dict[str, mt.TaskRef] = {}
         self._answers: dict[str, dict[str, tuple[Any, bool]]] = {}
         self._leases: dict[str, tuple[str, float]] = {}
         self._intents: dict[tuple[str, str], mt.Intent] = {}
 
-    def record(self, ref: mt.TaskRef) -> None:
+    def record(self, ref: mt.TaskRef, *, holder: str | None = None, ttl: float | None = None) -> None:
         with self._lock:
             kept = self._refs.get(ref.task_id)
             if kept is None or not kept.finished:  # a finished ref stays as it is
                 self._refs[ref.task_id] = ref
+            if holder is not None:
+                self._lease_from_start(ref.task_id, holder, ttl)
+
+    def _lease_from_start(self, task_id: str, holder: str, ttl: float | None) -> None:
+        """The starter's lease, taken under the lock that writes the record, when it is free."""
+        now = time.time()
+        lease = self._leases.get(task_id)
+        if lease is None or lease[0] == holder or lease[1] <= now:
+            self._leases[task_id] = (holder, now + (self.lease_ttl if ttl is None else ttl))
 
     def _forward(self, task_id: str, status: mt.Status, holder: str | None) -> None:
         """`status` made the task's last, under the lock, when it moves the record forward and
@@ -169,11 +178,20 @@ class MemoryTaskStore:
             return kept
 
     def join_intent(
-        self, endpoint: str, key: str, *, ref: mt.TaskRef | None = None, result: Mapping[str, Any] | None = None
+        self,
+        endpoint: str,
+        key: str,
+        *,
+        ref: mt.TaskRef | None = None,
+        result: Mapping[str, Any] | None = None,
+        holder: str | None = None,
+        ttl: float | None = None,
     ) -> None:
-        if ref is not None:
-            self.record(ref)  # as `record` keeps it (one lock: a store of one's own makes both one transaction)
-        with self._lock:
+        with self._lock:  # one transaction: the ref kept as `record` keeps it, with the starter's lease
+            if ref is not None:
+                self.record(ref)
+                if holder is not None:
+                    self._lease_from_start(ref.task_id, holder, ttl)
             kept = self._intents.get((endpoint, key))
             if kept is not None:
                 joined = {"task_id": ref.task_id} if ref is not None else {"result": dict(result or {})}

@@ -35,15 +35,15 @@ def test_the_page_is_what_the_committed_results_say() -> None:
 def test_a_results_file_is_shown_when_committed_without_code_of_its_own(tmp_path: Path) -> None:
     generator = _generator()
     data = {
-        "bench": "fleet_faults",
+        "bench": "celery_fleet",
         "date": "2026-12-06",
         "machine": {"cores": 2, "cpu": "Some CPU", "python": "3.11.7", "load_before": [1.5], "load_after": [2.25]},
         "sizes": {"workers": 4},
         "rows": [{"fault": "store down", "late": 1.23456}, {"fault": "server restart", "late": 12.5, "lost": 0}],
     }
-    (tmp_path / "fleet_faults.json").write_text(json.dumps(data))
+    (tmp_path / "celery_fleet.json").write_text(json.dumps(data))
     page = generator.render(tmp_path)
-    assert "## A fleet under faults" in page and "## A fleet of workers" not in page
+    assert "## A Celery fleet" in page and "## A fleet of workers" not in page
     assert "| fault | late | lost |" in page
     assert "| store down | 1.23 | – |" in page and "| server restart | 12.5 | 0 |" in page
     assert "2 cores of Some CPU" in page and "load average 1.50 before, 2.25 after" in page
@@ -53,8 +53,27 @@ def test_a_results_file_is_shown_when_committed_without_code_of_its_own(tmp_path
 def test_a_results_file_without_rows_shows_its_measures(tmp_path: Path) -> None:
     generator = _generator()
     data = {"size": {"workers": 4}, "tasks": 1445, "kinds": {"ok": 3}, "detail": [{"a": 1}] * 9, "p50": 0.0017}
-    (tmp_path / "fleet_faults.json").write_text(json.dumps(data))
+    (tmp_path / "celery_fleet.json").write_text(json.dumps(data))
     page = generator.render(tmp_path)
     assert "| tasks | 1,445 |" in page and "| kinds | ok 3 |" in page and "| detail | 9 entries |" in page
     assert "| p50 | 0.0017 |" in page
     assert "does not say which machine it ran on" in page and "Sizes: workers 4." in page
+
+
+def test_a_fleet_under_faults_shows_each_measure_against_its_goal(tmp_path: Path) -> None:
+    generator = _generator()
+    rows = [
+        {"measure": "delivered twice, outside the windows", "value": "0", "goal": "0", "met": True},
+        {"measure": "  twice, window: worker died", "value": "2", "goal": "counted apart", "met": None},
+    ]
+    data = {
+        "bench": "fleet_faults",
+        "sizes": {"workers": 4},
+        "rows": rows,
+        "faults": [{"fault": "stop", "start": 39.05}],
+    }
+    (tmp_path / "fleet_faults.json").write_text(json.dumps(data))
+    page = generator.render(tmp_path)
+    assert "| delivered twice, outside the windows | 0 | 0 | yes |" in page
+    assert "| ↳ twice, window: worker died | 2 | counted apart | – |" in page
+    assert "Faults (seconds from the start): stop at 39.0 s." in page

@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # loaded on first use (below); type checkers see them here
         TaskStore,
         fences_statuses,
         lease_ttl_of,
+        leases_on_record,
     )
     from mcp_tasks._store._ref import NewerRecord, TaskRef
     from mcp_tasks._store._renewer import Lease, Renewer, hold, let_go
@@ -52,6 +53,7 @@ __all__ = [
     "hold",
     "holder_gone",
     "lease_ttl_of",
+    "leases_on_record",
     "let_go",
     "moves_forward",
     "new_holder",
@@ -79,6 +81,7 @@ if not TYPE_CHECKING:  # (type checkers see the imports above)
                 "TaskStore",
                 "fences_statuses",
                 "lease_ttl_of",
+                "leases_on_record",
             ),
             "mcp_tasks._store._ref": ("NewerRecord", "TaskRef"),
             "mcp_tasks._store._renewer": ("Lease", "Renewer", "hold", "let_go"),

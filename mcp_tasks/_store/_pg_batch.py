@@ -21,7 +21,16 @@ if TYPE_CHECKING:
 
     Conn = psycopg.Connection[tuple[Any, ...]]
 
-__all__ = ["Tables", "acquire_many", "claim", "finish_many", "move_forward", "release_many", "renew_many"]
+__all__ = [
+    "Tables",
+    "acquire_many",
+    "claim",
+    "finish_many",
+    "lease_from_start",
+    "move_forward",
+    "release_many",
+    "renew_many",
+]
 
 _EXPIRES = "now() + make_interval(secs => %(ttl)s::float8)"
 
@@ -182,3 +191,14 @@ def claim(conn: Conn, t: Tables, holder: str, ttl: float, count: int, here: str)
         {"gone": gone, "n": count, "h": holder, "ttl": float(ttl)},
     ).fetchall()
     return [TaskRef.from_json(row[0]) for row in rows]
+
+
+def lease_from_start(conn: Conn, t: Tables, task_id: str, holder: str, ttl: float) -> None:
+    """Give `holder` the lease of a task whose record is written in this transaction (`record`'s
+    ``holder=``): taken when free, expired or its own already, on the database's clock.
+    """
+    conn.execute(
+        f"INSERT INTO {t.leases} AS l VALUES (%(t)s, %(h)s, {_EXPIRES}) ON CONFLICT (task_id) DO UPDATE SET "
+        "holder = EXCLUDED.holder, expires = EXCLUDED.expires WHERE l.holder = EXCLUDED.holder OR l.expires <= now()",
+        {"t": task_id, "h": holder, "ttl": float(ttl)},
+    )

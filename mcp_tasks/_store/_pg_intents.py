@@ -10,6 +10,8 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from mcp_tasks._store._intent import Intent, result_json
+from mcp_tasks._store._pg_batch import Tables, lease_from_start
+from mcp_tasks._store._protocol import lease_ttl_of
 from mcp_tasks._store._ref import TaskRef
 
 if TYPE_CHECKING:
@@ -70,10 +72,17 @@ class PgIntents:
         return self._run(work)
 
     def join_intent(
-        self, endpoint: str, key: str, *, ref: TaskRef | None = None, result: Mapping[str, Any] | None = None
+        self,
+        endpoint: str,
+        key: str,
+        *,
+        ref: TaskRef | None = None,
+        result: Mapping[str, Any] | None = None,
+        holder: str | None = None,
+        ttl: float | None = None,
     ) -> None:
         """Join the call's outcome to its intent, in one transaction: the task it made (`ref`, kept
-        as `record` keeps one) or the `result` the server answered at once.
+        as `record` keeps one, with `holder`'s lease) or the `result` the server answered at once.
         """
         if (ref is None) == (result is None):
             raise TypeError("join_intent() takes a ref or a result, not both or neither")
@@ -92,6 +101,10 @@ class PgIntents:
                 "updated_at = now(), ref = EXCLUDED.ref WHERE NOT k.finished".encode(),  # as `record`: only forward
                 (ref.task_id, ref.finished, ref.created_at, ref.to_json()),
             )
+            if holder is not None:
+                lease_from_start(
+                    conn, Tables.of(self.schema), ref.task_id, holder, lease_ttl_of(self) if ttl is None else ttl
+                )
             conn.execute(
                 f"UPDATE {self._intents} SET task_id = %s WHERE endpoint = %s AND key = %s".encode(),
                 (ref.task_id, endpoint, key),

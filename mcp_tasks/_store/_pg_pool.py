@@ -5,6 +5,7 @@ at its first call; the parent's connections are left to the parent, never used n
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from typing import TYPE_CHECKING, Any
@@ -17,7 +18,28 @@ if TYPE_CHECKING:
 
     Conn = psycopg.Connection[tuple[Any, ...]]
 
-__all__ = ["Pools"]
+__all__ = ["RECONNECT_AT_MOST", "Pools"]
+
+RECONNECT_AT_MOST = 0.5
+"""Seconds at most between two attempts to reconnect a pool's connection after an outage.
+psycopg_pool doubles the pause after each failure (1, 2, 4, 8 s...), so the first store call
+after a 10 s outage waited up to 5 s more for a connection: leases lapsed that a prompt
+reconnection would have kept.
+"""
+
+
+@functools.cache
+def _prompt_pool() -> type[Any]:
+    """A psycopg pool that tries to reconnect every `RECONNECT_AT_MOST` seconds at most."""
+    from psycopg_pool import ConnectionPool
+    from psycopg_pool.pool import AddConnection
+
+    class PromptPool(ConnectionPool):
+        def schedule_task(self, task: Any, delay: float) -> None:
+            """Schedule `task`; a reconnection after a failed one, within `RECONNECT_AT_MOST`."""
+            super().schedule_task(task, min(delay, RECONNECT_AT_MOST) if isinstance(task, AddConnection) else delay)
+
+    return PromptPool
 
 
 class Pools:
@@ -34,15 +56,13 @@ class Pools:
         self._pool = self._new()
 
     def _new(self) -> ConnectionPool[Conn]:
-        from psycopg_pool import ConnectionPool
-
         timeout_ms = int(self._busy_timeout * 1000)
 
         def configure(conn: Conn) -> None:
             conn.execute(f"SET statement_timeout = {timeout_ms}")
             conn.commit()
 
-        pool: ConnectionPool[Conn] = ConnectionPool(
+        pool: ConnectionPool[Conn] = _prompt_pool()(
             self._conninfo,
             min_size=1,
             max_size=self._size,

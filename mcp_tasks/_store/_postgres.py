@@ -24,7 +24,7 @@ from mcp_tasks._store._pg_deadline import Deadlines
 from mcp_tasks._store._pg_intents import PgIntents
 from mcp_tasks._store._pg_pool import Pools
 from mcp_tasks._store._pg_schema import check_conninfo, check_schema_name, load_psycopg, migrate, pg_error, server_name
-from mcp_tasks._store._protocol import LEASE_TTL, check_ends, check_lease_ttl, claim_limit
+from mcp_tasks._store._protocol import LEASE_TTL, check_ends, check_lease_ttl, claim_limit, lease_ttl_of
 from mcp_tasks._store._ref import TaskRef
 
 if TYPE_CHECKING:
@@ -168,8 +168,8 @@ class PostgresTaskStore(PgIntents):
 
     # -- tasks ---------------------------------------------------------------------------------
 
-    def record(self, ref: TaskRef) -> None:
-        """See `TaskStore.record`; now and then, finished tasks older than `keep_finished` go."""
+    def record(self, ref: TaskRef, *, holder: str | None = None, ttl: float | None = None) -> None:
+        """See `TaskStore.record` (with `holder`'s lease); finished tasks past `keep_finished` go now and then."""
         if not isinstance(ref, TaskRef):
             raise TypeError(f"expected a TaskRef, got {type(ref).__name__}")
         with self._lock:
@@ -184,6 +184,8 @@ class PostgresTaskStore(PgIntents):
                 "updated_at = now(), ref = EXCLUDED.ref WHERE NOT k.finished",
                 row,
             )
+            if holder is not None:
+                batch.lease_from_start(conn, self._t, ref.task_id, holder, lease_ttl_of(self) if ttl is None else ttl)
             if prune:
                 self._prune(conn)
 

@@ -23,6 +23,7 @@ __all__ = [
     "claim_limit",
     "fences_statuses",
     "lease_ttl_of",
+    "leases_on_record",
 ]
 
 LEASE_TTL = 15.0
@@ -45,19 +46,30 @@ STORE_METHODS = (
 CLAIM_METHOD = "claim"
 
 
-def fences_statuses(store: object) -> bool:
-    """Whether `store`'s ``update`` takes a ``holder=`` keyword (or any keyword): then a status
-    is written only while its writer holds the task's lease, decided by the store itself.
-    """
-    update = getattr(store, "update", None)
+def _takes_holder(store: object, method: str) -> bool:
+    """Whether `store`'s `method` takes a ``holder=`` keyword (or any keyword)."""
     try:
-        parameters = inspect.signature(update).parameters.values()  # type: ignore[arg-type]
+        parameters = inspect.signature(getattr(store, method, None)).parameters.values()  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return False
     return any(
         (p.name == "holder" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)) or p.kind is p.VAR_KEYWORD
         for p in parameters
     )
+
+
+def fences_statuses(store: object) -> bool:
+    """Whether `store`'s ``update`` takes a ``holder=`` keyword (or any keyword): then a status
+    is written only while its writer holds the task's lease, decided by the store itself.
+    """
+    return _takes_holder(store, "update")
+
+
+def leases_on_record(store: object, method: str = "record") -> bool:
+    """Whether `store`'s `method` (``record``, or ``join_intent``) takes a ``holder=`` keyword:
+    then a task's record is written with its starter's lease, in one transaction.
+    """
+    return _takes_holder(store, method)
 
 
 @runtime_checkable
@@ -70,6 +82,13 @@ class TaskStore(Protocol):
     def record(self, ref: TaskRef) -> None:
         """Keep `ref` (a task just created); a ref already kept under its id is replaced, unless
         that one is finished (a finished ref never becomes unfinished, nor ends twice).
+
+        Optional keywords ``holder=`` and ``ttl=`` (the stores shipped take them, and
+        ``join_intent`` too): given a `holder`, the task's lease is taken for it in the same
+        transaction (for `ttl` seconds, the store's ``lease_ttl`` when None) when it is free,
+        expired or `holder`'s, so a client's task is never claimable between its record and its
+        wait's lease. Without them the library records first and leases after, and says once
+        that an adopter may take a task in between.
         """
 
     def update(self, task_id: str, status: Status, *, holder: str | None = None) -> None:

@@ -22,13 +22,23 @@ from mcp_tasks._store._bound import Hurry, store_deadline
 from mcp_tasks._store._protocol import TaskStore
 from mcp_tasks._threads import join_all
 
-__all__ = ["Lease", "Renewer", "hold", "let_go"]
+__all__ = ["Lease", "Renewer", "hold", "let_go", "renewal_bound"]
 
 log = logging.getLogger("mcp_tasks")
 
 RENEW_PATIENCE = 1.0
-"""Seconds one renewal waits for a busy store before it is tried again."""
+"""Seconds one renewal waits for a busy store at least before it is tried again; more when its
+lease has longer left (`renewal_bound`)."""
 THREAD = "mcp_tasks-lease-renewer"
+
+
+def renewal_bound(lapse: float, now: float) -> float:
+    """When a renewal begun `now` gives up (monotonic), its lease lapsing at `lapse`: a third of
+    the time the lease has left, `RENEW_PATIENCE` at least, never past the lapse. A slow link
+    (each round trip a second, a new connection several) still renews, where a bound of one
+    second cut every try and let the lease lapse; a renewal that failed is tried again soon.
+    """
+    return min(lapse, now + max(RENEW_PATIENCE, (lapse - now) / 3))
 
 
 class Lease:
@@ -56,6 +66,7 @@ class Renewer:
     def __init__(self, closing: threading.Event | None = None) -> None:
         self.closing = closing or threading.Event()
         self.hurry = Hurry()
+        self.passing = Hurry()  # this pass's: set when its renewals are no use any more (`let_go`, `close`)
         self.leases: set[Lease] = set()
         self.wake = threading.Condition()
         self.thread: threading.Thread | None = None
@@ -90,8 +101,10 @@ class Renewer:
             if self.leases:
                 return
             thread, self.thread, self.stopping = self.thread, None, True
+            passing = self.passing
         if thread is not None:
-            join_all([thread], RENEW_PATIENCE + 1.0)  # a renewal under way ends within RENEW_PATIENCE
+            passing.set()  # a renewal under way (a slow store's) ends within QUICK: nothing left to renew
+            join_all([thread], RENEW_PATIENCE + 1.0)
 
     def close(self) -> None:
         """Renew nothing more and end the thread (the closing signal is set); the store calls
@@ -100,10 +113,12 @@ class Renewer:
         with self.wake:
             self.stopping = True
             self.wake.notify_all()
+            passing = self.passing
         self.hurry.set()
+        passing.set()
 
     def join(self, timeout: float = RENEW_PATIENCE + 1.0) -> None:
-        """Join the thread (a renewal under way gives up on a busy store within `RENEW_PATIENCE`)."""
+        """Join the thread (a renewal under way was hurried by `close`)."""
         with self.wake:
             thread, self.thread = self.thread, None
             self.leases.clear()
@@ -127,11 +142,12 @@ class Renewer:
                 if self._over():
                     return
                 leases = self._batches()
+                self.passing = passing = Hurry()
             for batch in leases:
                 if self.closing.is_set():
                     return
                 many = getattr(batch[0].store, "renew_many", None)
-                with store_deadline(None, self.hurry):
+                with store_deadline(None, passing):
                     if callable(many) and len(batch) > 1:
                         self._renew_batch(batch, many)
                     else:
@@ -161,7 +177,7 @@ class Renewer:
         first = batch[0]
         try:
             lapse = min(lease.renewed + lease.ttl for lease in batch)
-            with store_deadline(min(lapse, started + RENEW_PATIENCE)):
+            with store_deadline(renewal_bound(lapse, started)):
                 kept = list(many([(lease.task_id, lease.holder) for lease in batch], first.ttl))
             if len(kept) != len(batch):
                 raise ValueError(f"renew_many returned {len(kept)} answers for {len(batch)} leases")
@@ -181,9 +197,8 @@ class Renewer:
     def _renew(lease: Lease) -> None:
         started = time.monotonic()
         try:
-            # No use once it has lapsed; and a busy store is tried again soon rather than waited
-            # for long, so that letting the last lease go (joining this thread) is quick.
-            with store_deadline(min(lease.renewed + lease.ttl, started + RENEW_PATIENCE)):
+            # No use once it has lapsed; a slow store is given a third of the time left.
+            with store_deadline(renewal_bound(lease.renewed + lease.ttl, started)):
                 kept = lease.store.renew(lease.task_id, lease.holder, lease.ttl)
         except Exception as exc:  # try again soon; the lease lapses if this goes on for its ttl
             log.warning("task %s: could not renew its lease: %s", short_id(lease.task_id), exc)

@@ -22,11 +22,11 @@ from mcp_tasks._clock import SLICE
 from mcp_tasks._status import Status
 from mcp_tasks._store._bound import store_bound
 from mcp_tasks._store._error import StoreError, lease_lost
-from mcp_tasks._store._protocol import LEASE_TTL, check_ends, check_lease_ttl
+from mcp_tasks._store._protocol import LEASE_TTL, check_ends, check_lease_ttl, lease_ttl_of
 from mcp_tasks._store._ref import TaskRef
 from mcp_tasks._store._sqlite_file import SCHEMA, STORE_ENV, TABLES, check_layout, default_store_path
 from mcp_tasks._store._sqlite_intents import SqliteIntents
-from mcp_tasks._store._sqlite_leases import SqliteLeases
+from mcp_tasks._store._sqlite_leases import SqliteLeases, lease_from_start
 
 __all__ = ["SCHEMA", "STORE_ENV", "SqliteTaskStore", "StoreError", "default_store_path"]
 
@@ -159,8 +159,10 @@ class SqliteTaskStore(SqliteLeases, SqliteIntents):
 
     # -- tasks ---------------------------------------------------------------------------------
 
-    def record(self, ref: TaskRef) -> None:
-        """See `TaskStore.record`; now and then, finished tasks older than `keep_finished` go."""
+    def record(self, ref: TaskRef, *, holder: str | None = None, ttl: float | None = None) -> None:
+        """See `TaskStore.record` (`holder`'s lease in the same transaction); now and then,
+        finished tasks older than `keep_finished` go.
+        """
         if not isinstance(ref, TaskRef):
             raise TypeError(f"expected a TaskRef, got {type(ref).__name__}")
         with self._lock:
@@ -176,6 +178,8 @@ class SqliteTaskStore(SqliteLeases, SqliteIntents):
                     "ref = excluded.ref WHERE tasks.finished = 0",
                     (ref.task_id, int(ref.finished), ref.created_at, now, ref.to_json()),
                 )
+                if holder is not None:
+                    lease_from_start(db, ref.task_id, holder, now, lease_ttl_of(self) if ttl is None else ttl)
                 if prune:
                     self._prune(db, now)
 

@@ -14,7 +14,9 @@ from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
 from mcp_tasks._store._intent import Intent, result_json
+from mcp_tasks._store._protocol import lease_ttl_of
 from mcp_tasks._store._ref import TaskRef
+from mcp_tasks._store._sqlite_leases import lease_from_start
 
 __all__ = ["TABLE", "SqliteIntents"]
 
@@ -66,9 +68,17 @@ def _record(db: sqlite3.Connection, intent: Intent, prune_before: float | None) 
 
 
 def _join(
-    db: sqlite3.Connection, endpoint: str, key: str, ref: TaskRef | None, result: Mapping[str, Any] | None, now: float
+    db: sqlite3.Connection,
+    endpoint: str,
+    key: str,
+    ref: TaskRef | None,
+    result: Mapping[str, Any] | None,
+    now: float,
+    lease: tuple[str, float] | None = None,
 ) -> None:
-    """Join the task (`ref`, kept as `record` keeps one) or the immediate `result` to the intent."""
+    """Join the task (`ref`, kept as `record` keeps one, with the `lease` (holder, ttl) given)
+    or the immediate `result` to the intent.
+    """
     db.execute(TABLE)
     if ref is not None:
         db.execute(  # as `record` writes it: a finished ref stays as it is (records only move forward)
@@ -77,6 +87,8 @@ def _join(
             "ref = excluded.ref WHERE tasks.finished = 0",
             (ref.task_id, int(ref.finished), ref.created_at, now, ref.to_json()),
         )
+        if lease is not None:
+            lease_from_start(db, ref.task_id, lease[0], now, lease[1])
         db.execute("UPDATE intents SET task_id = ? WHERE endpoint = ? AND key = ?", (ref.task_id, endpoint, key))
     else:
         text = result_json(result or {})
@@ -133,17 +145,25 @@ class SqliteIntents:
         return self._run(work)
 
     def join_intent(
-        self, endpoint: str, key: str, *, ref: TaskRef | None = None, result: Mapping[str, Any] | None = None
+        self,
+        endpoint: str,
+        key: str,
+        *,
+        ref: TaskRef | None = None,
+        result: Mapping[str, Any] | None = None,
+        holder: str | None = None,
+        ttl: float | None = None,
     ) -> None:
         """Join the call's outcome to its intent, in one transaction: the task it made (`ref`, kept
-        as `record` keeps one) or the `result` the server answered at once.
+        as `record` keeps one, with `holder`'s lease) or the `result` the server answered at once.
         """
         if (ref is None) == (result is None):
             raise TypeError("join_intent() takes a ref or a result, not both or neither")
 
         def work(db: sqlite3.Connection) -> None:
             with self._write(db):
-                _join(db, endpoint, key, ref, result, time.time())
+                lease = (holder, lease_ttl_of(self) if ttl is None else ttl) if holder is not None else None
+                _join(db, endpoint, key, ref, result, time.time(), lease)
 
         self._run(work)
 

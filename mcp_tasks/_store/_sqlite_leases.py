@@ -18,7 +18,7 @@ from mcp_tasks._store._holder import holder_gone
 from mcp_tasks._store._protocol import claim_limit
 from mcp_tasks._store._ref import TaskRef
 
-__all__ = ["SqliteLeases"]
+__all__ = ["SqliteLeases", "lease_from_start"]
 
 log = logging.getLogger("mcp_tasks")
 
@@ -119,3 +119,14 @@ class SqliteLeases:
                 return batch.claim(db, holder, time.time(), ttl, count)
 
         return self._run(work) if count else []
+
+
+def lease_from_start(db: sqlite3.Connection, task_id: str, holder: str, now: float, ttl: float) -> None:
+    """Give `holder` the lease of a task whose record is written in this transaction (`record`'s
+    ``holder=``): taken when free, expired or its own already.
+    """
+    db.execute(
+        "INSERT INTO leases VALUES (?, ?, ?) ON CONFLICT (task_id) DO UPDATE SET holder = excluded.holder, "
+        "expires = excluded.expires WHERE leases.holder = excluded.holder OR leases.expires <= ?",
+        (task_id, holder, now + ttl, now),
+    )

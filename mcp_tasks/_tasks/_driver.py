@@ -35,6 +35,7 @@ from mcp_tasks._tasks._options import WaitSettings
 from mcp_tasks._tasks._record import Claim
 from mcp_tasks._tasks._record_many import release_all, take_all
 from mcp_tasks._tasks._records import store_of
+from mcp_tasks._tasks._starts import starts_of
 from mcp_tasks._tasks._watch import Watch, watch_of
 from mcp_tasks._tasks._workers import Workers
 from mcp_tasks._threads import join_all, start_thread
@@ -215,7 +216,8 @@ class Futures:
             by_store.setdefault(id(store_of(handed[0].client, handed[2].store)), []).append(handed)
         for batch in by_store.values():
             store = store_of(batch[0][0].client, batch[0][2].store)
-            taken = take_all(store, [status.task_id for _, status, _, _ in batch], group.deadline)
+            ids = [status.task_id for _, status, _, _ in batch]
+            taken = take_all(store, ids, group.deadline, starts_of(self.channel).holds_all(store, ids))
             try:
                 for future, status, settings, listen in batch:
                     self._add(group, pending, future, status, settings, listen, taken)

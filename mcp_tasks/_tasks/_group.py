@@ -24,6 +24,7 @@ from mcp_tasks._tasks._record import Claim, Recorder
 from mcp_tasks._tasks._record_many import close_all, release_all, take_all
 from mcp_tasks._tasks._records import saved_ref, store_of
 from mcp_tasks._tasks._schedule import Due, delay
+from mcp_tasks._tasks._starts import starts_of
 from mcp_tasks._tasks._task_wait import TaskWait
 from mcp_tasks._tasks._watch import READ, watch_of
 
@@ -95,7 +96,11 @@ class Group:
         wait_settings = settings or self.settings
         ids = [task_id_of(task) for task in tasks]
         store = store_of(self.client, wait_settings.store)
-        batch = taken if taken is not None or claimed is not None else take_all(store, ids, self.deadline)
+        batch = (
+            taken
+            if taken is not None or claimed is not None
+            else take_all(store, ids, self.deadline, starts_of(self.channel).holds_all(store, ids))
+        )
         try:
             for task, task_id in zip(tasks, ids, strict=True):
                 given = task if isinstance(task, Status) else None
@@ -112,7 +117,10 @@ class Group:
                 if batch is not None:  # taken for all at once: the first wait of a task holds it
                     took = task_id in batch[1]
                     batch[1].discard(task_id)
-                    wait.recorder.take(batch[0] if took else None, asked=True)
+                    # asked for its holder, unless it holds the lease its record came with (`Starts`) and the
+                    # batch was taken for another
+                    asked = wait.recorder.started in (None, batch[0].holder)
+                    wait.recorder.take(batch[0] if took else None, asked=asked)
                 else:
                     wait.recorder.take(claimed)  # its lease is freed by `close` when anything fails
                 if listen:

@@ -32,6 +32,7 @@ from mcp_tasks._store import (
 )
 from mcp_tasks._store._intent import check_key, digest_of
 from mcp_tasks._tasks._records import created_ref, endpoint_of, store_of
+from mcp_tasks._tasks._starts import starts_of
 
 if TYPE_CHECKING:
     from mcp_tasks._client import Client
@@ -89,10 +90,11 @@ class _Join:
     started: Started
     ref: TaskRef | None
     result: dict[str, Any] | None
+    lease: dict[str, str] = attrs.field(factory=dict)  # the starter's, written with the ref
 
     def write(self) -> None:
         joining: Any = self.started.store
-        joining.join_intent(self.started.endpoint, self.started.key, ref=self.ref, result=self.result)
+        joining.join_intent(self.started.endpoint, self.started.key, ref=self.ref, result=self.result, **self.lease)
 
     def what(self) -> str:
         return f"task {short_id(self.ref.task_id)}" if self.ref is not None else f"call {self.started.key!r}"
@@ -195,7 +197,8 @@ def joined(
     store that refuses keeps it with the client, tried again later (with a warning).
     """
     if isinstance(called, Status):
-        join = _Join(started, created_ref(client, called, tool, arguments), None)
+        lease = starts_of(client.channel).lease(started.store, "join_intent", called.task_id)
+        join = _Join(started, created_ref(client, called, tool, arguments), None, lease)
     else:
         join = _Join(started, None, dict(called))
     try:

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from mcp_tasks._tasks._ends import PendingEnds
 
 from mcp_tasks._tasks._records import fenced, record_status, renewer_of, store_of, try_keep
+from mcp_tasks._tasks._starts import starts_of
 
 __all__ = ["RELEASE_PATIENCE", "Claim", "Recorder"]
 
@@ -82,13 +83,15 @@ class Recorder:
         deadline: Deadline | None = None,
         renewer: Renewer | None = None,
         ends: PendingEnds | None = None,
+        started: str | None = None,
     ) -> None:
         self.store = store
         self.task_id = task_id
         self.deadline = deadline or Deadline.never()
         self.renewer = renewer
         self.ends = ends  # the client's ends the store could not record yet (none: such an end is forgotten)
-        self.holder = new_holder()
+        self.started = started  # the client's starter holder, when it holds the lease from the task's record
+        self.holder = started or new_holder()
         self.ttl = lease_ttl_of(store)
         self.lease: Lease | None = None
         self.ends_later = False  # a group's wait: its final status is kept in `final` for `close_all`
@@ -102,7 +105,7 @@ class Recorder:
         store = store_of(client, given)
         renewer = renewer_of(client.channel) if store else None
         ends = ends_of(client.channel, renewer) if renewer is not None else None
-        return cls(store, task_id, deadline, renewer, ends)
+        return cls(store, task_id, deadline, renewer, ends, starts_of(client.channel).hand_over(store, task_id))
 
     @property
     def hurry(self) -> Hurry | None:
@@ -121,7 +124,8 @@ class Recorder:
         keep it renewed while the wait waits (a wait that cannot take it reads, and answers
         nothing until it frees). `claimed`: the holder that already took it (`store.claim`,
         `take_all`), whose lease this wait holds as its own, renewed on the clock of the claim;
-        `asked`: `take_all` asked for it and did not get it (read only, nothing more to ask now).
+        `asked`: `take_all` asked for it for this wait's holder and did not get it (read only,
+        nothing more to ask now).
         """
         store = self.store
         if store is None:

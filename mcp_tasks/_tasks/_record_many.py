@@ -30,16 +30,19 @@ __all__ = ["close_all", "release_all", "take_all"]
 log = logging.getLogger("mcp_tasks")
 
 
-def take_all(store: TaskStore | None, task_ids: list[str], deadline: Deadline) -> tuple[Claim, set[str]] | None:
+def take_all(
+    store: TaskStore | None, task_ids: list[str], deadline: Deadline, started: str | None = None
+) -> tuple[Claim, set[str]] | None:
     """The leases of many waits about to begin, taken in one call with the store's optional
-    ``acquire_many`` for one new holder: its claim and the ids it took (none when the store
-    failed: the waits read only for now, as `Recorder.take`'s). None without a store, with one
-    task, or a store without ``acquire_many``: then each wait takes its own.
+    ``acquire_many`` for one new holder (`started`: the client's starter holder, which holds them
+    all since their records): its claim and the ids it took (none when the store failed: the
+    waits read only for now, as `Recorder.take`'s). None without a store, with one task, or a
+    store without ``acquire_many``: then each wait takes its own.
     """
     many = getattr(store, "acquire_many", None)
     if store is None or not callable(many) or len(set(task_ids)) < 2:
         return None
-    claim = Claim(new_holder(), time.monotonic())
+    claim = Claim(started or new_holder(), time.monotonic())
     try:
         with store_deadline(deadline.at), best_effort():
             taken = many(task_ids, claim.holder, lease_ttl_of(store))

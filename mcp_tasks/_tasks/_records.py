@@ -26,6 +26,7 @@ from mcp_tasks._store import (
     fences_statuses,
     store_deadline,
 )
+from mcp_tasks._tasks._starts import starts_of
 
 if TYPE_CHECKING:
     from mcp_tasks._client import Client
@@ -108,7 +109,8 @@ def record_created(
     if store is not None:
         ref = created_ref(client, status, tool, arguments)
         with store_deadline(deadline.at if deadline is not None else None):
-            try_keep("its creation", status.task_id, lambda: store.record(ref))
+            lease = starts_of(client.channel).lease(store, "record", status.task_id)  # one transaction with it
+            try_keep("its creation", status.task_id, lambda: store.record(ref, **lease))
 
 
 RESUMING: ContextVar[TaskRef | None] = ContextVar("mcp_tasks_resuming", default=None)

@@ -19,7 +19,7 @@ import pytest
 
 import mcp_tasks as mt
 from mcp_tasks._store import new_holder, store_deadline
-from tests.conftest import ROOT, STDIO_SERVER, Background, Harness, accept_form, release
+from tests.conftest import ROOT, STDIO_SERVER, Background, Harness, accept_form, lease_elsewhere, release
 from tests.foreign.modern_http_tasks import ModernHttpTasksServer
 from tests.memory_store import MemoryTaskStore
 
@@ -125,7 +125,7 @@ def test_a_store_must_have_the_store_methods() -> None:
 
 def test_a_store_that_fails_does_not_lose_the_task(harness: Harness, caplog: pytest.LogCaptureFixture) -> None:
     class Broken(MemoryTaskStore):
-        def record(self, ref: mt.TaskRef) -> None:
+        def record(self, ref: mt.TaskRef, **lease: Any) -> None:
             raise mt.StoreError("cannot use the task store /nowhere: disk full")
 
         def join_intent(self, *args: Any, **kwargs: Any) -> None:  # its intent was written, then the disk filled
@@ -211,7 +211,7 @@ def test_a_wait_on_a_task_leased_elsewhere_reads_and_takes_over_when_it_frees(fo
     with mt.Client.http(foreign.url, store=store, input_handlers=mt.InputHandlers(form=form)) as client:
         task = mt.call_tool(client, "ask")
         assert isinstance(task, mt.Status)
-        assert store.acquire(task.task_id, other, 600)
+        assert lease_elsewhere(client, store, task.task_id, other)
         store.refused.clear()
         waiting = threading.Thread(target=lambda: mt.await_task(client, task, timeout=60, poll_interval=0.01))
         waiting.start()
@@ -351,7 +351,7 @@ def test_a_wait_with_input_return_on_a_task_leased_elsewhere_returns_the_status(
     with mt.Client.http(foreign.url, store=store) as client:
         task = mt.call_tool(client, "ask")
         assert isinstance(task, mt.Status)
-        assert store.acquire(task.task_id, new_holder(), 600)  # another wait, answering it
+        assert lease_elsewhere(client, store, task.task_id, new_holder())  # another wait, answering it
         status = mt.wait_task(client, task, input="return", timeout=10, poll_interval=0.01)
     assert status.status is mt.TaskState.INPUT_REQUIRED and list(status.input_requests) == ["q"]
     assert store.refused.is_set() and foreign.updates == []

@@ -13,7 +13,7 @@ import pytest
 
 import mcp_tasks as mt
 from mcp_tasks._store import new_holder
-from tests.conftest import Harness, accept_form, release
+from tests.conftest import Harness, accept_form, lease_elsewhere, release
 from tests.foreign.modern_http_tasks import ModernHttpTasksServer
 from tests.memory_store import MemoryTaskStore
 from tests.tasks.test_durable import ANSWER, Spy, foreign  # noqa: F401  (the fixture)
@@ -23,8 +23,8 @@ class Earlier(MemoryTaskStore):
     """A store where an earlier process wrote an answer for each task it records, and never saw
     it acknowledged (as if it was killed between writing and the server's reply)."""
 
-    def record(self, ref: mt.TaskRef) -> None:
-        super().record(ref)
+    def record(self, ref: mt.TaskRef, *, holder: str | None = None, ttl: float | None = None) -> None:
+        super().record(ref, holder=holder, ttl=ttl)
         self.write_answers(ref.task_id, {"q": ANSWER})
 
 
@@ -108,7 +108,7 @@ def test_a_task_of_the_set_leased_elsewhere_is_read_not_answered_until_it_frees(
     with mt.Client.http(foreign.url, store=store, input_handlers=mt.InputHandlers(form=form)) as client:
         free, leased = (mt.call_tool(client, "ask") for _ in range(2))
         assert isinstance(free, mt.Status) and isinstance(leased, mt.Status)
-        assert store.acquire(leased.task_id, other, 600)
+        assert lease_elsewhere(client, store, leased.task_id, other)
         store.refused.clear()
         outcome: list[list[mt.Status]] = []
         waiting = threading.Thread(
@@ -195,7 +195,7 @@ def test_a_many_wait_takes_its_leases_in_one_call_and_ends_them_in_one_when_they
         ended = mt.wait_all(client, [t for t in called if isinstance(t, mt.Status)], timeout=30, store=None)
         assert len(ended) == 4 and all(s.terminal for s in ended)
         other = new_holder()
-        assert store.acquire(ended[0].task_id, other, 600)  # one leased elsewhere
+        assert lease_elsewhere(client, store, ended[0].task_id, other)  # one leased elsewhere
         store.calls.clear()
         statuses = mt.wait_all(client, ended, timeout=30)  # all four end as they start: together
         assert {s.wire_status for s in statuses} == {"completed"}

@@ -17,7 +17,7 @@ import pytest
 import mcp_tasks as mt
 from mcp_tasks._store import new_holder, store_bound
 from mcp_tasks._store._bound import STATUS_BUDGET
-from tests.conftest import Background
+from tests.conftest import Background, lease_elsewhere
 from tests.foreign.listen_tasks import ListenTasksServer
 from tests.foreign.modern_http_tasks import ModernHttpTasksServer
 from tests.memory_store import MemoryTaskStore
@@ -89,7 +89,7 @@ def test_a_wait_that_cannot_take_the_lease_reads_and_does_not_answer(foreign: Mo
         task = mt.call_tool(client, "ask")
         assert isinstance(task, mt.Status)
         other = new_holder()
-        assert store.acquire(task.task_id, other, 600)  # another machine's wait holds it
+        assert lease_elsewhere(client, store, task.task_id, other)  # another machine's wait holds it
         with pytest.raises(mt.TaskTimeout):
             mt.wait_task(client, task, timeout=0.5, poll_interval=0.02)
     assert store.refused.is_set() and asked == [] and foreign.updates == []
@@ -102,7 +102,7 @@ def test_a_wait_that_cannot_take_the_lease_records_no_status(listen: ListenTasks
         task = mt.call_tool(client, "job")
         assert isinstance(task, mt.Status)
         other = new_holder()
-        assert store.acquire(task.task_id, other, 600)  # another machine's wait holds it: its statuses to record
+        assert lease_elsewhere(client, store, task.task_id, other)  # another machine's wait holds it: its statuses
         client.call_tool("finish")
         assert mt.wait_task(client, task, timeout=60).status is mt.TaskState.COMPLETED
         kept = store.get(task.task_id)

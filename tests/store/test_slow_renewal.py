@@ -1,0 +1,70 @@
+"""A lease is kept over a slow link to PostgreSQL: each renewal is given a third of the time its
+lease has left (at least `RENEW_PATIENCE`), where a bound of one second cut every try on a link
+whose answers come a second late (the connection cut at its deadline, a new one several round
+trips away), so every renewal failed and leases lapsed on a working database (issue 33's bench:
+16 tasks delivered twice). Through a socket-level proxy of the tests' own.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from urllib.parse import urlsplit
+
+import pytest
+
+import mcp_tasks as mt
+from mcp_tasks._store import Renewer, new_holder
+from tests.foreign.slow_link import SlowLink
+
+TTL = 30.0
+LATE = 1.2  # seconds each answer comes late: a round trip is more than RENEW_PATIENCE
+
+
+class Noted(mt.PostgresTaskStore):
+    """Says each renewal's outcome (True, False, or the error) as it comes."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url, lease_ttl=TTL)
+        self.outcomes: list[object] = []
+        self.came = threading.Event()
+
+    def renew(self, task_id: str, holder: str, ttl: float) -> bool:
+        try:
+            kept = super().renew(task_id, holder, ttl)
+        except mt.StoreError as exc:
+            self.outcomes.append(exc)
+            self.came.set()
+            raise
+        self.outcomes.append(kept)
+        self.came.set()
+        return kept
+
+
+@pytest.fixture
+def slow(pg_url: str) -> Iterator[SlowLink]:
+    where = urlsplit(pg_url)
+    assert where.port is not None
+    with SlowLink(("127.0.0.1", where.port), 0.0) as link:
+        yield link
+
+
+def test_a_renewal_over_a_slow_link_keeps_the_lease(
+    pg_store: mt.PostgresTaskStore, pg_url: str, slow: SlowLink
+) -> None:
+    holder = new_holder()
+    assert pg_store.acquire("task-1", holder, TTL)  # taken over the fast link
+    store = Noted(slow.url_of(pg_url))
+    renewer = Renewer()
+    try:
+        assert store.get("task-1") is None  # its pooled connection opened while the link is fast
+        slow.delay = LATE
+        # Taken a third of a ttl ago: due at once (two thirds of its ttl left).
+        renewer.hold(store, "task-1", holder, TTL, taken_at=time.monotonic() - TTL / 3)
+        assert store.came.wait(60)
+    finally:
+        renewer.close()
+        renewer.join()
+        store.close()
+    assert store.outcomes[0] is True  # the old bound: a StoreError (cut at one second)
