@@ -64,6 +64,7 @@ class TaskFuture(concurrent.futures.Future[dict[str, Any]]):
         self.client = client
         self.task_id: str | None = status.task_id if status is not None else None
         self.status: Status | None = status
+        self.cancelling = False  # cancel() asked the server: the end its stream brings is the cancel
 
     def cancel(self) -> bool:
         """Ask the server to cancel the task, then read it once: False when the future is done,
@@ -75,6 +76,7 @@ class TaskFuture(concurrent.futures.Future[dict[str, Any]]):
         task_id = self.task_id
         if task_id is None:
             return bool(super().cancel())
+        self.cancelling = True
         try:
             cancel_task(self.client, task_id)
             status = get_task(self.client, task_id)
@@ -248,6 +250,9 @@ def _resolve(future: TaskFuture, final: Status | None, error: BaseException | No
             future.set_exception(error)
         elif final is not None:
             future.status = final
+            if future.cancelling and final.status is TaskState.CANCELLED:
+                concurrent.futures.Future.cancel(future)  # heard before cancel() read it: its cancel
+                return
             try:
                 future.set_result(outcome(final))
             except (TaskFailed, TaskCancelled, InputRequired, ValueError) as exc:

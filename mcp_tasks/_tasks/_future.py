@@ -12,7 +12,7 @@ from mcp_tasks._options import UNSET
 from mcp_tasks._status import Status
 from mcp_tasks._store._protocol import TaskStore
 from mcp_tasks._tasks._driver import INPUT_WORKERS, TaskFuture, futures_of
-from mcp_tasks._tasks._helpers import call_tool
+from mcp_tasks._tasks._helpers import start_call
 from mcp_tasks._tasks._observer import follow_future
 from mcp_tasks._tasks._options import InputOption, OnStatus, settings_of
 from mcp_tasks._tasks._records import record_created, store_of
@@ -77,7 +77,7 @@ def submit(
     meta: Any = wait_options.pop("meta", None)
     key: Any = wait_options.pop("key", None)
     settings, listen = settings_of({**wait_options, "timeout": None}, "submit")
-    called = call_tool(client, name, arguments, timeout=timeout, meta=meta, key=key)
+    called = start_call(client, name, arguments, timeout=timeout, meta=meta, key=key, follow=listen)
     if isinstance(called, dict):
         future = TaskFuture(client, None)
         follow_future(settings.on_status, future)  # a display of the batch counts it

@@ -17,6 +17,7 @@ from mcp_tasks._tasks._failed import FailedWait
 from mcp_tasks._tasks._intent import Started, abandon, begin, joined, kept_status
 from mcp_tasks._tasks._protocol import TaskProtocol, protocol_of
 from mcp_tasks._tasks._records import record_created, record_status, store_of
+from mcp_tasks._tasks._watch import watch_of
 
 if TYPE_CHECKING:
     from mcp_tasks._client import Client
@@ -79,6 +80,7 @@ def call_tool(
     timeout: float | None = UNSET,
     meta: Mapping[str, Any] | None = None,
     key: str | None = None,
+    follow: bool = True,
 ) -> Status | dict[str, Any]:
     """Call a tool with tasks declared: a `Status` when the server made it a task, the
     CallToolResult dict when the tool ran synchronously. On a 2025-11-25 session the call is
@@ -91,6 +93,31 @@ def call_tool(
     one store and endpoint): a key already recorded returns that call's task (its last status
     kept) or its kept result, never calling the tool again; `OutcomeUnknown` when that call's
     task id was never recorded; `ValueError` when the key was used for another tool or arguments.
+
+    `follow`: on a 2026-07-28 server with ``subscriptions/listen``, the client's shared stream
+    follows the task from now on, so that a wait begun later (`wait_all` once a batch is made, say)
+    already knows what happened meanwhile, with no read for a task that ended; it is let go once a
+    wait takes it, or after a while when none does. False: not followed until a wait wants it (a
+    task no wait of this client will want, or only a polling one).
+    """
+    if not isinstance(follow, bool):
+        raise TypeError(f"follow must be True or False, got {type(follow).__name__}")
+    return start_call(client, name, arguments, timeout=timeout, meta=meta, key=key, follow=follow)
+
+
+def start_call(
+    client: Client,
+    name: str,
+    arguments: Mapping[str, Any] | None,
+    *,
+    timeout: float | None,
+    meta: Mapping[str, Any] | None,
+    key: str | None,
+    follow: bool,
+) -> Status | dict[str, Any]:
+    """`call_tool`; `follow`: the client's shared watch follows the task it makes (2026-07-28)
+    until a wait wants it (see _watch.py), so that any wait after finds what its stream said.
+    False for a call whose wait is known to poll.
     """
     if not isinstance(name, str) or not name:
         raise ValueError(f"tool name must be a non-empty string, got {name!r}")
@@ -111,6 +138,8 @@ def call_tool(
         raise
     if isinstance(called, Status):
         remember_tool(client, called.task_id, name)  # its questions name it
+        if follow and called.era == "modern" and not called.terminal:
+            watch_of(client.channel).keep([called.task_id])
     if begun is not None:
         joined(client, begun, deadline, called, name)
     elif isinstance(called, Status):

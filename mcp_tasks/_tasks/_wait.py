@@ -20,6 +20,7 @@ from mcp_tasks._tasks._helpers import cancel_task, outcome, task_id_of
 from mcp_tasks._tasks._options import CANCEL_BUDGET, WaitOptions, WaitSettings
 from mcp_tasks._tasks._records import saved_ref
 from mcp_tasks._tasks._task_wait import TaskWait
+from mcp_tasks._tasks._watch import watch_of
 from mcp_tasks._tracing import TaskTrace
 
 if TYPE_CHECKING:
@@ -121,16 +122,19 @@ def call_and_await(
     returns its result at once. With ``raise_on_error=True``, a result with ``isError: true``
     (the tool's own error, such as an unknown tool name) raises `ToolError` instead.
     """
-    from mcp_tasks._tasks._helpers import call_tool
+    from mcp_tasks._tasks._helpers import start_call
 
     check_raise_on_error(raise_on_error)
     settings = WaitSettings.of(options, "call_and_await")  # bad options fail before the call is sent
     call = _call_options(call_opts)
-    called = call_tool(
-        client, name, arguments, timeout=call.get("timeout", UNSET), meta=call.get("meta"), key=call.get("key")
-    )
+    timeout, meta, key = call.get("timeout", UNSET), call.get("meta"), call.get("key")
+    called = start_call(client, name, arguments, timeout=timeout, meta=meta, key=key, follow=settings.listen)
     if isinstance(called, Status):
-        final = _run(client, called, settings)
+        try:
+            final = _run(client, called, settings)
+        finally:
+            if settings.listen:  # followed since its creation: not beyond its wait, however it ended
+                watch_of(client.channel).unkeep([called.task_id])
         return checked(outcome(final), raise_on_error, final, name)
     return checked(called, raise_on_error, None, name)
 

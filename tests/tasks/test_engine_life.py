@@ -41,8 +41,8 @@ LONG_POLL_MS = 600_000
 """A poll interval no wait sleeps out in a test: only a close (or news) can end the sleep."""
 
 
-def job(client: mt.Client, tool: str = "job") -> mt.Status:
-    task = mt.call_tool(client, tool)
+def job(client: mt.Client, tool: str = "job", *, follow: bool = True) -> mt.Status:
+    task = mt.call_tool(client, tool, follow=follow)
     assert isinstance(task, mt.Status)
     return task
 
