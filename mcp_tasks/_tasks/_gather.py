@@ -1,9 +1,11 @@
 """When the shared watch's manager (_streams.py) places the ids it has gathered on a listen stream:
 a pure decision (times in, seconds to wait out; the waiting and the listens are _streams.py's).
 
-- No stream open and no cap learnt: at once. A fresh wait then learns of its task as soon as the
-  server can say (the first ids of a burst of creations get a stream of their own; those made
-  while it opens go on with the next placement, so a burst costs one open more, no stream more).
+- No stream open, no cap learnt, and a wait wants one of the ids: at once. A fresh wait then
+  learns of its task as soon as the server can say (the first ids of a burst get a stream of their
+  own; those made while it opens go on with the next placement: one open more, no stream more).
+- Only kept ids (tasks just made, no wait yet: _kept.py): `KEEP_GATHER`, so that a burst of
+  creations is placed in a few opens, and a task whose wait polls (and lets it go) costs none.
 - Room for another stream (under a cap): `GATHER` after the first id waiting was noticed, so a
   burst fills a stream of the cap rather than a stream per id.
 - No room: `MERGE_GATHER`, then the open stream is replaced by one for all (a merge: a larger
@@ -12,12 +14,14 @@ a pure decision (times in, seconds to wait out; the waiting and the listens are 
 
 from __future__ import annotations
 
-__all__ = ["GATHER", "MERGE_GATHER", "Gather"]
+__all__ = ["GATHER", "KEEP_GATHER", "MERGE_GATHER", "Gather"]
 
 GATHER = 0.02
 """Seconds new ids are gathered before another stream is opened under a cap (a stream of the cap each)..."""
 MERGE_GATHER = 0.25
 """...and before the open streams are merged with them into one (a larger stream, reopened less often)."""
+KEEP_GATHER = 0.25
+"""Seconds ids that only the keeper wants (tasks made, no wait yet) are gathered before a stream."""
 
 
 class Gather:
@@ -33,14 +37,17 @@ class Gather:
         if self.noticed is None:
             self.noticed = now
 
-    def wait(self, now: float, *, streams: int, room: int, capped: bool) -> float:
+    def wait(self, now: float, *, streams: int, room: int, capped: bool, waited: bool) -> float:
         """Seconds to gather before placing: `streams` open, `room` for that many, `capped` when
-        the server's cap on ids per stream is learnt.
+        the server's cap on ids per stream is learnt, `waited` when a wait wants one of the ids.
         """
         noticed = now if self.noticed is None else self.noticed
-        if streams == 0 and not capped:
+        if streams == 0 and not capped and waited:
             return 0.0
-        gather = GATHER if streams < room else MERGE_GATHER
+        if not waited:
+            gather = max(KEEP_GATHER, MERGE_GATHER if streams >= room else GATHER)
+        else:
+            gather = GATHER if streams < room else MERGE_GATHER
         return max(noticed + gather - now, 0.0)
 
     def placed(self) -> None:

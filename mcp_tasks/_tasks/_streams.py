@@ -67,6 +67,7 @@ class Streams:
         self._scopes: dict[str, Callable[[], AbstractContextManager[None]]] = {}
         self._context: contextvars.Context | None = None
         self._gather = Gather()
+        self._urgent = False  # a wait wants some id to place (else only the keeper does)
         self._kept = Kept()  # ids of tasks made here that no wait wants yet (see _kept.py)
         self._keeper = Inbox(self.lock)  # what the streams said of them (nobody takes it)
 
@@ -86,32 +87,34 @@ class Streams:
     def _manage(self) -> None:
         while not self._stop.is_set():
             with self.changed:
-                self._let_go(self._kept.due(time.monotonic()))
+                now = time.monotonic()
+                self._let_go(self._kept.due(now))
                 self._end_lingering()
                 closing, self._closing = self._closing, []
                 starting, self._starting = self._starting, []
                 placing = self._may_place()
                 if self._unplaced:
-                    self._gather.notice(time.monotonic())  # (a linger may hold them)
-                if not closing and not starting and not placing and not self._catch.due:
+                    self._gather.notice(now)  # (a linger may hold them)
+                gather = self._gather_for(now) if placing else 0.0
+                if not closing and not starting and (gather > 0 if placing else not self._catch.due):
                     if not self._stop.is_set():  # read under the lock: `close` notifies under it
-                        wakes = [x.until for x in self._lingering] + [self._kept.next() or float("inf")]
-                        wait_condition(self.changed, min(wakes) if min(wakes) < float("inf") else None)
+                        wakes = [x.until for x in self._lingering] + ([now + gather] if placing else [])
+                        kept = self._kept.next()
+                        wakes += [] if kept is None else [kept]
+                        wait_condition(self.changed, min(wakes, default=None))  # (a wait's id cuts it short)
                     continue
-                capped = self._cap.value is not None
-                gather = self._gather.wait(
-                    time.monotonic(), streams=len(self._streams), room=self._cap.streams(), capped=capped
-                )
             self._shut(closing)  # (a lingering stream's reader is joined before its successor's starts)
             self._start(starting)
             if not placing:
                 self._catch_up()
                 continue
-            self._stop.wait(gather)  # (gathered while one lingered)
+            if gather > 0:
+                continue  # gathering on (what was to close or start is done)
             self._gather.placed()
             with self.changed:
                 batch = set(self._unplaced)
                 self._unplaced.clear()
+                self._urgent = False
                 context, self._context = self._context, None
                 streams = len(self._streams)
                 merged = set(self._streamed)  # wanted ids on the open streams
@@ -124,6 +127,12 @@ class Streams:
                 run(self._place, Plan(batch, merged, streams, self._cap))
             else:
                 self._place(Plan(batch, (), streams, self._cap))  # no room: polled
+
+    def _gather_for(self, now: float) -> float:
+        """Seconds to gather the ids waiting for a stream on (the lock held): `Gather`'s say."""
+        capped = self._cap.value is not None
+        streams, room = len(self._streams), self._cap.streams()
+        return self._gather.wait(now, streams=streams, room=room, capped=capped, waited=self._urgent)
 
     def _catch_up(self) -> None:
         """Read tasks a new stream took, the oldest first, while their waits read them too

@@ -157,6 +157,7 @@ def _waited(client: Client, task: str | Status, settings: WaitSettings, trace: T
         wait.recorder.take()  # a store's lease, taken before the first read when it is free
         if settings.listen and wait.protocol.era == "modern":
             return _followed(wait, given)
+        watch_of(client.channel).unkeep([task_id])  # polled: its stream (from its creation) is let go
         return wait.run(given)
     except TaskTimeout as timed_out:
         if settings.cancel_on_timeout:

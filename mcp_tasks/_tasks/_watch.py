@@ -104,6 +104,7 @@ class Watch(Streams):
                     continue
                 if self._listen and task_id not in self._streamed and task_id not in self._polled:
                     self._unplaced.add(task_id)  # the cue comes when a stream takes it, or not
+                    self._urgent = True
                     if self._context is None:  # the stream opens in the first waiter's context
                         self._context = contextvars.copy_context()  # (its trace span, say)
                 else:
@@ -146,6 +147,7 @@ class Watch(Streams):
         else:
             inboxes.append(inbox)  # its end was heard: it left its stream
         news = self._keeper.news.pop(task_id, None)
+        self._urgent |= task_id in self._unplaced  # a wait wants it now: no more gathering for a keeper
         if news is READ and task_id in self._streamed:
             self._catch.add(task_id)  # owed since its stream took it: the manager helps read
         if news is not None:
@@ -288,6 +290,7 @@ class Watch(Streams):
                 self._polled.add(task_id)
             else:
                 self._unplaced.add(task_id)
+                self._urgent |= self._waited(task_id)
             self._tell(task_id, READ)  # what the stream said before it ended may be lost
         self.changed.notify_all()  # the manager reopens or closes
 
