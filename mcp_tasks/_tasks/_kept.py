@@ -14,8 +14,9 @@ from itertools import islice
 
 __all__ = ["KEEP", "MAX_KEPT", "Kept"]
 
-KEEP = 60.0
-"""Seconds a task made by this client is followed while no wait wants it."""
+KEEP = 300.0
+"""Seconds a task made by this client is followed while no wait wants it (a batch made on a busy
+store may take minutes to make: its first tasks are still followed when its wait begins)."""
 MAX_KEPT = 10_000
 """Ids followed at most while no wait wants them (beyond, the oldest are let go)."""
 
