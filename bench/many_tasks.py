@@ -18,9 +18,10 @@ Columns: wall over the ideal (the ideal is the moment the last task finished on 
 tool reports time.monotonic(), one clock for every process on Linux), client CPU per task (ms),
 the client CPU ratio and the wall ratio (from the start to the last result) against `threads`,
 peak library threads (``mcp_tasks-*``), ``tasks/get``
-per task, and open connections at the peak (HTTP: TCP connections to the server, sampled from
-/proc/net/tcp; stdio: the one pipe). The server suggests polling every 500 ms. The machine may be
-shared: compare rows of one run, not runs.
+per task, open connections at the peak (HTTP: TCP connections to the server, sampled from
+/proc/net/tcp; stdio: the one pipe), and listen streams the client opened (merges included).
+The server suggests polling every 500 ms. The machine may be shared: compare rows of one run,
+not runs.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import mcp_tasks as mt  # noqa: E402
+from mcp_tasks._tasks._watch import watch_of  # noqa: E402
 from mcp_tasks.server import Server, ToolContext  # noqa: E402
 
 POLL_INTERVAL = 0.5
@@ -171,6 +173,7 @@ def peer_run(transport: str, size: int, seconds: float) -> dict[str, float]:
             "threads": float("nan"),
             "gets": float("nan"),
             "connections": peak.connections,
+            "opens": float("nan"),
         }
     finally:
         if server is not None:
@@ -218,6 +221,7 @@ def run(transport: str, way: str, size: int, seconds: float) -> dict[str, float]
         ended = time.monotonic()
         cpu = time.process_time() - cpu
         threads = peak.stop()
+        opens = watch_of(client.channel).opens
         gets = client.call_tool("count")["structuredContent"].get("tasks/get", 0) - before
         ideal = max(r["structuredContent"]["done_at"] for r in results)
         return {
@@ -228,6 +232,7 @@ def run(transport: str, way: str, size: int, seconds: float) -> dict[str, float]
             "threads": threads,
             "gets": gets / size,
             "connections": peak.connections,
+            "opens": opens,
         }
     finally:
         client.close()
@@ -244,7 +249,7 @@ def main() -> None:
     print(
         f"{'transport':9} {'N':>6} {'way':8} {'ideal s':>8} {'late s':>7} {'cpu ms/task':>11} {'cpu/threads':>11} "
         f"{'wall/threads':>12} "
-        f"{'threads':>7} {'gets/task':>9} {'conns':>5}"
+        f"{'threads':>7} {'gets/task':>9} {'conns':>5} {'streams':>7}"
     )
     for transport in args.transports.split(","):
         for size in map(int, args.sizes.split(",")):
@@ -256,7 +261,8 @@ def main() -> None:
                 walls = f"{row['wall'] / base['wall']:.2f}" if base else "-"
                 print(
                     f"{transport:9} {size:6} {way:8} {row['ideal']:8.2f} {row['late']:7.2f} {row['cpu_ms']:11.3f} "
-                    f"{ratio:>11} {walls:>12} {row['threads']:7.0f} {row['gets']:9.2f} {row['connections']:5.0f}",
+                    f"{ratio:>11} {walls:>12} {row['threads']:7.0f} {row['gets']:9.2f} {row['connections']:5.0f} "
+                    f"{row['opens']:7.0f}",
                     flush=True,
                 )
 
