@@ -2,7 +2,7 @@
 on the reference server (a process of its own, over HTTP). Not a test: it prints a table.
 
     python bench/fleet.py [--workers 4] [--tasks 2500] [--seconds 3] [--stores none,sqlite,postgres]
-                          [--apis wait_all,submit] [--postgres CONNINFO] [--lease 3]
+                          [--apis wait_all,submit] [--postgres CONNINFO] [--lease 3] [--json PATH]
 
 Each worker starts its M tasks on a client with the store and waits for them, in one of two
 ways (`--apis`): `wait_all`, all started, then waited for together (the shared stream; the tasks
@@ -49,6 +49,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import mcp_tasks as mt  # noqa: E402
+from bench._results import Results  # noqa: E402
 from mcp_tasks.server import Server, ToolContext  # noqa: E402
 
 POLL_INTERVAL = 0.5
@@ -250,6 +251,7 @@ def main() -> None:
     parser.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
     parser.add_argument("--victim", nargs=5, help=argparse.SUPPRESS)
     parser.add_argument("--adopter", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--json", metavar="PATH", help="also write the results there (bench/_results.py)")
     args = parser.parse_args()
     if args.worker:
         url, location, tasks, seconds, api = args.worker
@@ -261,6 +263,8 @@ def main() -> None:
         location, wanted, lease = args.adopter
         return adopter(location, int(wanted), float(lease))
     stores = args.stores.split(",")
+    sizes = {"workers": args.workers, "tasks": args.tasks, "seconds": args.seconds, "lease": args.lease}
+    results = Results("fleet", args.json, {**sizes, "stores": args.stores, "apis": args.apis})
     print(f"{args.workers} workers x {args.tasks} tasks of {args.seconds:g} s; the server polls every {POLL_INTERVAL}s")
     heads = f"{'late s':>7} {'wall/none':>9} {'store cpu ms/task':>17} {'trips/task':>10}"
     print(f"{'api':8} {'store':9} {heads}  by method")
@@ -276,6 +280,7 @@ def main() -> None:
                     location = locations.get(store)
                     if location is None:
                         print(f"{api:8} {store:9} (skipped: no PostgreSQL)")
+                        results.add(api=api, store=store, skipped="no PostgreSQL")
                         continue
                     if store == "sqlite":
                         location = str(Path(folder) / f"fleet-{api}.sqlite3")
@@ -287,6 +292,7 @@ def main() -> None:
                         f"{row['trips']:10.2f}  {row['by_method']}",
                         flush=True,
                     )
+                    results.add(api=api, store=store, **row, wall_vs_none=row["wall"] / base["wall"] if base else None)
             for store in stores:
                 location = locations.get(store)
                 if store == "none" or location is None:
@@ -296,6 +302,8 @@ def main() -> None:
                 row = adoption_run(url, location, min(args.tasks, 500), args.seconds * 3, args.lease)
                 said = f"followed {row['adopted']:.2f} s after the kill (goal: <= {row['goal']:.2f} s)"
                 print(f"adoption on {store}: {said}")
+                results.extra.setdefault("adoption", []).append({"store": store, **row})
+    results.write()
 
 
 @contextmanager

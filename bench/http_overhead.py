@@ -2,7 +2,7 @@
 sending the same bytes, requests' lower layers, and the stdlib floor; fastmcp-tasks' own client too
 when the interop peers are installed (.venv-peers). Not a test: it prints a table of ratios.
 
-    python bench/http_overhead.py [--polls 2000] [--rounds 5]
+    python bench/http_overhead.py [--polls 2000] [--rounds 5] [--json PATH]
 
 CPU is this process's (time.process_time); the servers run in processes of their own, so their
 CPU is not counted. The fastmcp-tasks client does not send Mcp-Name on tasks/get, which our
@@ -27,9 +27,11 @@ from typing import Any
 import requests
 from requests.adapters import HTTPAdapter
 
-import mcp_tasks as mt
-
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import mcp_tasks as mt  # noqa: E402
+from bench._results import Results  # noqa: E402
 
 
 def spawn(argv: list[str], ready: str, what: str) -> tuple[subprocess.Popen[str], str]:
@@ -145,7 +147,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--polls", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--json", metavar="PATH", help="also write the results there (bench/_results.py)")
     args = parser.parse_args()
+    results = Results("http_overhead", args.json, {"polls": args.polls, "rounds": args.rounds})
     process, url = start_server()
     try:
         with mt.Client.http(url) as client:
@@ -217,16 +221,20 @@ def main() -> None:
     print(f"  {'client':45} {'µs/poll':>9} {'× naive':>8} {'× floor':>8}")
     for name, seconds in rows:
         print(f"  {name:45} {seconds * 1e6:9.0f} {seconds / naive_cpu:8.2f} {seconds / floor_cpu:8.2f}")
+        results.add(server="mcp_tasks", client=name, us=seconds * 1e6, floor=seconds / floor_cpu)
     # issue 16's aims: mcp_tasks at or under 0.4x naive and 1.5x the stdlib floor
     python = peer_python()
     if python is None:
         print("(fastmcp-tasks comparison skipped: run `python .ci/peers.py install` first)")
+        results.write()
         return
     peer_rows = against_peer(python, args.polls, args.rounds)
     print("against fastmcp-tasks' own server:")
     print(f"  {'client':45} {'µs/poll':>9} {'× fastmcp':>9}")
     for name, seconds in peer_rows:
         print(f"  {name:45} {seconds * 1e6:9.0f} {seconds / peer_rows[1][1]:9.2f}")
+        results.add(server="fastmcp-tasks", client=name, us=seconds * 1e6, fastmcp=seconds / peer_rows[1][1])
+    results.write()
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """How soon `await_task` returns after the server completes a task: following a listen stream
 against polling, on each transport. Not a test: it prints p50 and p95 and their ratio.
 
-    python bench/listen_latency.py [--tasks 200] [--quiet-tasks 3] [--quiet 6]
+    python bench/listen_latency.py [--tasks 200] [--quiet-tasks 3] [--quiet 6] [--json PATH]
 
 Each task waits on a gate that the wait itself opens (from on_status, once the wait is set up);
 the tool records the moment it completes (time.monotonic, one clock for every process on Linux),
@@ -34,6 +34,7 @@ from mcp_tasks.server import serve_http
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench._results import Results  # noqa: E402
 from bench._server import make_fast  # noqa: E402
 
 
@@ -112,7 +113,10 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=200)
     parser.add_argument("--quiet-tasks", type=int, default=3)
     parser.add_argument("--quiet", type=float, default=6.0)
+    parser.add_argument("--json", metavar="PATH", help="also write the results there (bench/_results.py)")
     args = parser.parse_args()
+    sizes = {"tasks": args.tasks, "quiet_tasks": args.quiet_tasks, "quiet": args.quiet}
+    results = Results("listen_latency", args.json, sizes)
     print(f"from a task completing on the server to await_task returning ({args.tasks} tasks each, ms)")
     header = ("transport", "listen p50", "listen p95", "gets/wait", "poll p50", "poll p95", "p50 poll/listen")
     print(
@@ -129,6 +133,15 @@ def main() -> None:
         print(
             f"{transport:10} {row[0]:11.2f} {row[1]:11.2f} {per_wait:10.2f} {row[2]:9.1f} {row[3]:9.1f} {ratio:16.0f}x"
         )
+        results.add(
+            transport=transport,
+            listen_p50=row[0],
+            listen_p95=row[1],
+            gets_per_wait=per_wait,
+            poll_p50=row[2],
+            poll_p95=row[3],
+            poll_vs_listen=ratio,
+        )
     print()
     print(
         f"http, reference server at its default keep-alive (5 s): {args.quiet_tasks} listen waits whose task"
@@ -143,6 +156,12 @@ def main() -> None:
         server.close()
     print(f"{'p50':>9} {'max':>9} {'gets/wait':>10}")
     print(f"{statistics.median(quiet) * 1000:9.2f} {max(quiet) * 1000:9.2f} {gets[0] / args.quiet_tasks:10.2f}")
+    results.extra["quiet"] = {
+        "p50": statistics.median(quiet) * 1000,
+        "max": max(quiet) * 1000,
+        "gets_per_wait": gets[0] / args.quiet_tasks,
+    }
+    results.write()
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 a process of its own, over HTTP and stdio. Not a test: it prints a table.
 
     python bench/many_tasks.py [--sizes 100,1000,10000] [--seconds 2] [--transports http,stdio]
+                               [--ways listen,poll,...] [--json PATH]
 
 Ways compared, in one run:
   listen   mt.wait_all(client, tasks)               (listen=None: the shared stream)
@@ -19,14 +20,16 @@ tool reports time.monotonic(), one clock for every process on Linux), client CPU
 the client CPU ratio and the wall ratio (from the start to the last result) against `threads`,
 peak library threads (``mcp_tasks-*``), ``tasks/get``
 per task, open connections at the peak (HTTP: TCP connections to the server, sampled from
-/proc/net/tcp; stdio: the one pipe), and listen streams the client opened (merges included).
-The server suggests polling every 500 ms. The machine may be shared: compare rows of one run,
-not runs.
+/proc/net/tcp; stdio: the one pipe), the waits that failed (`errors`: a server overloaded by
+thousands of polling threads resets connections and leaves requests unanswered), and the listen
+streams the client opened (`streams`, merges included). The server
+suggests polling every 500 ms. The machine may be shared: compare rows of one run, not runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import subprocess
@@ -41,6 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import mcp_tasks as mt  # noqa: E402
+from bench._results import Results  # noqa: E402
 from mcp_tasks._tasks._watch import watch_of  # noqa: E402
 from mcp_tasks.server import Server, ToolContext  # noqa: E402
 
@@ -117,11 +121,14 @@ class Peak:
         return self.peak
 
 
-def threads_way(client: mt.Client, tasks: list[mt.Status], listen: bool = False) -> list[dict[str, Any]]:
+def threads_way(client: mt.Client, tasks: list[mt.Status], listen: bool = False) -> list[Any]:
     results: list[Any] = [None] * len(tasks)
 
     def one(i: int) -> None:
-        results[i] = mt.await_task(client, tasks[i], timeout=600, listen=listen)
+        try:
+            results[i] = mt.await_task(client, tasks[i], timeout=600, listen=listen)
+        except mt.McpError as exc:  # counted (the row's `errors`), not raised: an overloaded server
+            results[i] = exc
 
     workers = [threading.Thread(target=one, args=(i,)) for i in range(len(tasks))]
     for worker in workers:
@@ -131,15 +138,28 @@ def threads_way(client: mt.Client, tasks: list[mt.Status], listen: bool = False)
     return results
 
 
-def futures_way(client: mt.Client, size: int, seconds: float) -> list[dict[str, Any]]:
+def settled(get: Callable[[], Any]) -> Any:
+    """`get()`, or the McpError it raised (counted in the row's `errors`)."""
+    try:
+        return get()
+    except mt.McpError as exc:
+        return exc
+
+
+def futures_way(client: mt.Client, size: int, seconds: float) -> list[Any]:
     """mt.submit: the watcher follows each task from its creation on, while the others are made."""
     futures = [mt.submit(client, "nap", {"seconds": seconds}) for _ in range(size)]
-    return [f.result(timeout=600) for f in futures]
+    return [settled(functools.partial(f.result, timeout=600)) for f in futures]
 
 
-WAYS: dict[str, Callable[[mt.Client, list[mt.Status]], list[dict[str, Any]]]] = {
-    "listen": lambda c, t: [mt.outcome(s) for s in mt.wait_all(c, t, timeout=600)],
-    "poll": lambda c, t: [mt.outcome(s) for s in mt.wait_all(c, t, timeout=600, listen=False)],
+def outcomes(statuses: list[mt.Status]) -> list[Any]:
+    """Each status's outcome, or the McpError it raised."""
+    return [settled(functools.partial(mt.outcome, status)) for status in statuses]
+
+
+WAYS: dict[str, Callable[[mt.Client, list[mt.Status]], list[Any]]] = {
+    "listen": lambda c, t: outcomes(mt.wait_all(c, t, timeout=600)),
+    "poll": lambda c, t: outcomes(mt.wait_all(c, t, timeout=600, listen=False)),
     "threads": threads_way,
     "tlisten": lambda c, t: threads_way(c, t, listen=True),
 }
@@ -173,7 +193,6 @@ def peer_run(transport: str, size: int, seconds: float) -> dict[str, float]:
             "threads": float("nan"),
             "gets": float("nan"),
             "connections": peak.connections,
-            "opens": float("nan"),
         }
     finally:
         if server is not None:
@@ -223,7 +242,8 @@ def run(transport: str, way: str, size: int, seconds: float) -> dict[str, float]
         threads = peak.stop()
         opens = watch_of(client.channel).opens
         gets = client.call_tool("count")["structuredContent"].get("tasks/get", 0) - before
-        ideal = max(r["structuredContent"]["done_at"] for r in results)
+        failed = sum(isinstance(r, Exception) for r in results)
+        ideal = max(r["structuredContent"]["done_at"] for r in results if not isinstance(r, Exception))
         return {
             "late": ended - ideal,
             "wall": ended - started,
@@ -232,6 +252,7 @@ def run(transport: str, way: str, size: int, seconds: float) -> dict[str, float]
             "threads": threads,
             "gets": gets / size,
             "connections": peak.connections,
+            "errors": failed,
             "opens": opens,
         }
     finally:
@@ -245,11 +266,14 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--transports", default="http,stdio")
     parser.add_argument("--ways", default="listen,poll,futures,threads,tlisten,fastmcp")
+    parser.add_argument("--json", metavar="PATH", help="also write the results there (bench/_results.py)")
     args = parser.parse_args()
+    sizes = {"sizes": args.sizes, "seconds": args.seconds, "transports": args.transports, "ways": args.ways}
+    results = Results("many_tasks", args.json, sizes)
     print(
         f"{'transport':9} {'N':>6} {'way':8} {'ideal s':>8} {'late s':>7} {'cpu ms/task':>11} {'cpu/threads':>11} "
         f"{'wall/threads':>12} "
-        f"{'threads':>7} {'gets/task':>9} {'conns':>5} {'streams':>7}"
+        f"{'threads':>7} {'gets/task':>9} {'conns':>5} {'errors':>6} {'streams':>7}"
     )
     for transport in args.transports.split(","):
         for size in map(int, args.sizes.split(",")):
@@ -262,9 +286,18 @@ def main() -> None:
                 print(
                     f"{transport:9} {size:6} {way:8} {row['ideal']:8.2f} {row['late']:7.2f} {row['cpu_ms']:11.3f} "
                     f"{ratio:>11} {walls:>12} {row['threads']:7.0f} {row['gets']:9.2f} {row['connections']:5.0f} "
-                    f"{row['opens']:7.0f}",
+                    f"{row.get('errors', 0):6} {row.get('opens', float('nan')):7.0f}",
                     flush=True,
                 )
+                results.add(
+                    transport=transport,
+                    size=size,
+                    way=way,
+                    **{k: (None if v != v else v) for k, v in row.items()},  # NaN: not measured
+                    cpu_vs_threads=row["cpu_ms"] / base["cpu_ms"] if base else None,
+                    wall_vs_threads=row["wall"] / base["wall"] if base and row["wall"] == row["wall"] else None,
+                )
+    results.write()
 
 
 if __name__ == "__main__":

@@ -60,8 +60,8 @@ ELICITATION_ACTIONS = frozenset({"accept", "decline", "cancel"})
 
 
 class _Interactive:
-    """Who makes the handlers that ask a person: the prompt, registered when the package loads
-    (`ask_a_person_with`; the input code stands below what a person sees).
+    """Who makes the handlers that ask a person: the prompt, registered when it loads (with
+    `mcp_tasks.InputHandlers`: `ask_a_person_with`; the input code stands below what a person sees).
     """
 
     handlers: Callable[[Prompter | None], tuple[Handler, Handler]] | None = None
@@ -69,7 +69,7 @@ class _Interactive:
 
 def ask_a_person_with(handlers: Callable[[Prompter | None], tuple[Handler, Handler]]) -> None:
     """Have `InputHandlers.interactive` ask a person through `handlers(prompter)`: the form and
-    URL handlers (`mcp_tasks._people._prompt` registers its own when the package loads).
+    URL handlers (`mcp_tasks._people._prompt` registers its own when it loads).
     """
     _Interactive.handlers = handlers
 
@@ -110,7 +110,7 @@ class InputHandlers:
         is cancelled.
         """
         if _Interactive.handlers is None:
-            raise RuntimeError("mcp_tasks._people._prompt is not loaded: import mcp_tasks first")
+            raise RuntimeError("mcp_tasks._people._prompt is not loaded: use mcp_tasks.InputHandlers")
         form, url = _Interactive.handlers(prompter)
         return cls(form=form, url=url, sampling=sampling, roots=roots)
 

@@ -1,9 +1,10 @@
 """The hook through which the value types (a `Status`, an error) show in IPython and notebooks.
 
 The value types sit below everything that shows them: each hands a title and its (label, value)
-rows to the renderer registered here, which `mcp_tasks._people._display` does when the package
-loads. So ``Status._repr_html_`` works while `_status` and `_errors` import no renderer, and the
-renderer needs no value type to draw a table.
+rows to the renderer registered here, which `mcp_tasks._people._display` does when it loads: the
+package names a loader for it, run when a value first shows (importing `mcp_tasks` loads no
+renderer that no one looks at). So ``Status._repr_html_`` works while `_status` and `_errors`
+import no renderer, and the renderer needs no value type to draw a table.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import html
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["Rows", "html_table", "pretty", "register_renderer"]
+__all__ = ["Rows", "html_table", "load_renderer_with", "pretty", "register_renderer"]
 
 Rows = list[tuple[str, str]]
 """What a value shows: (label, value) pairs, in order, the values already safe to print."""
@@ -22,10 +23,22 @@ Table = Callable[[str, Rows], str]
 
 
 class _Renderer:
-    """The registered pair (None before the package has loaded its renderer)."""
+    """The registered pair (None before the package has loaded its renderer), and what loads it."""
 
     pretty: Pretty | None = None
     table: Table | None = None
+    loader: Callable[[], None] | None = None
+
+
+def load_renderer_with(loader: Callable[[], None]) -> None:
+    """Have `loader` register the renderer when a value first shows and none is registered yet."""
+    _Renderer.loader = loader
+
+
+def _loaded() -> None:
+    if _Renderer.table is None and _Renderer.loader is not None:
+        loader, _Renderer.loader = _Renderer.loader, None  # once, whatever it does
+        loader()
 
 
 def register_renderer(pretty: Pretty, table: Table) -> None:
@@ -36,7 +49,8 @@ def register_renderer(pretty: Pretty, table: Table) -> None:
 
 
 def pretty(title: str, rows: Rows, printer: Any, cycle: bool) -> None:
-    """IPython's pretty form of a value: by the renderer (its title alone before one is registered)."""
+    """IPython's pretty form of a value: by the renderer (its title alone when there is none)."""
+    _loaded()
     if _Renderer.pretty is None:
         printer.text(title)
         return
@@ -44,7 +58,8 @@ def pretty(title: str, rows: Rows, printer: Any, cycle: bool) -> None:
 
 
 def html_table(caption: str, rows: Rows) -> str:
-    """A value as an HTML table: by the renderer (its caption alone before one is registered)."""
+    """A value as an HTML table: by the renderer (its caption alone when there is none)."""
+    _loaded()
     if _Renderer.table is None:
         return html.escape(caption)
     return _Renderer.table(caption, rows)

@@ -6,10 +6,12 @@ another. `ONLY_FROM` names the rooms few may enter. And no module imports, howev
 module that imports it back: the whole import graph has no circle.
 
 An import counts wherever it is made at run time, at the top of a module or inside a function;
-an import under ``if TYPE_CHECKING:`` does not (it never runs). A part named here is a module or a
-package with all its modules; a module takes the floor of the longest part that names it. A new
-module lands on its folder's floor; a new folder or flat module must be placed here (a test says
-so), which is the moment to decide its floor.
+an import under ``if TYPE_CHECKING:`` does not (it never runs). A module loaded by its name counts
+as imported too: a string given to ``importlib.import_module``, and the module names of a map of
+names loaded on first use (`mcp_tasks._lazy`: a dict whose keys, or values, all name modules).
+A part named here is a module or a package with all its modules; a module takes the floor of the
+longest part that names it. A new module lands on its folder's floor; a new folder or flat module
+must be placed here (a test says so), which is the moment to decide its floor.
 """
 
 from __future__ import annotations
@@ -35,10 +37,10 @@ class Floor(NamedTuple):
 FLOORS = (
     Floor(
         "ground",
-        ("_clock", "_threads", "_redact", "_printable", "_logs", "_version"),
-        "pure helpers every part uses: deadlines, threads, short ids, escaping, log lines, the "
-        "version; they raise only Python's own errors (the errors tell the clock what a passed "
-        "deadline raises: `_clock.expire_with`)",
+        ("_clock", "_threads", "_redact", "_printable", "_call_text", "_logs", "_version", "_lazy"),
+        "pure helpers every part uses: deadlines, threads, short ids, escaping, a call's short "
+        "form, log lines, the version, names loaded on first use; they raise only Python's own "
+        "errors (the errors tell the clock what a passed deadline raises: `_clock.expire_with`)",
     ),
     Floor(
         "values",
@@ -76,7 +78,8 @@ FLOORS = (
     Floor(
         "face",
         ("", "__main__", "examples"),
-        "the public surface (re-exports from every floor, and loads the renderer and the prompt), "
+        "the public surface (re-exports from every floor, each loaded on first use, the renderer when "
+        "a value first shows, the prompt with `InputHandlers`), "
         "python -m mcp_tasks, the example servers",
     ),
 )
@@ -143,6 +146,13 @@ def imports_of(path: Path) -> set[str]:
                 module = node.module or ""
             found.add(module)
             found.update(f"{module}.{alias.name}" for alias in node.names if f"{module}.{alias.name}" in MODULES)
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "import_module":
+            found.update(arg.value for arg in node.args if isinstance(arg, ast.Constant) and isinstance(arg.value, str))
+        elif isinstance(node, ast.Dict):
+            for side in (node.keys, node.values):
+                names = [item.value if isinstance(item, ast.Constant) else None for item in side]
+                if names and all(isinstance(n, str) and n in MODULES for n in names):
+                    found.update(n for n in names if isinstance(n, str))
         for child in ast.iter_child_nodes(node):
             visit(child)
 
@@ -189,6 +199,8 @@ def test_the_rules_see_the_modules() -> None:
     assert "mcp_tasks._exchange" in GRAPH["mcp_tasks.transports.direct"]
     assert "mcp_tasks._tracing._otel" in GRAPH["mcp_tasks._tracing"]  # made inside a function
     assert "mcp_tasks._session._channel" not in GRAPH["mcp_tasks._tracing"]  # under TYPE_CHECKING
+    assert "mcp_tasks._tasks._wait" in GRAPH["mcp_tasks._tasks"]  # a name loaded on first use
+    assert {"mcp_tasks._oauth", "mcp_tasks._people._display"} <= GRAPH["mcp_tasks"]  # ... and by name
     unplaced = [m for m in MODULES if placed(m) is None]
     assert unplaced == [], "place these in FLOORS"
     assert floor_of("mcp_tasks._session._turns") == "session" and floor_of("mcp_tasks") == "face"

@@ -6,8 +6,10 @@ needs input the wait did not answer (`InputRequired`).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from mcp_tasks._call_text import arguments_text
 from mcp_tasks._errors._codes import INTERNAL_ERROR, REQUEST_TIMEOUT
 from mcp_tasks._errors._display import Displayed
 from mcp_tasks._errors._mcp_error import McpError, millis, seconds
@@ -118,12 +120,19 @@ class ToolError(McpError):
     ``raise_on_error=True``, `call_and_await`, `await_task` and `resume` raise this instead (as
     requests' ``raise_for_status()`` does). `.result` is the CallToolResult as the server sent it,
     `.status` the task's last Status (None for a tool that ran without a task), `.tool` the tool's
-    name when the caller gave it. `message` is the tool's own text. Code `INTERNAL_ERROR`, kind
+    name and `.arguments` its arguments when the caller gave them (the message shows them in
+    short, values under secret-looking keys hidden). `message` is the tool's own text. Code `INTERNAL_ERROR`, kind
     ``execution``. (On the server's side, a tool raises `mcp_tasks.server.ToolError` to return
     such a result.)
     """
 
-    def __init__(self, result: dict[str, Any], status: Status | None = None, tool: str | None = None) -> None:
+    def __init__(
+        self,
+        result: dict[str, Any],
+        status: Status | None = None,
+        tool: str | None = None,
+        arguments: Mapping[str, Any] | None = None,
+    ) -> None:
         texts = [
             item["text"].strip()
             for item in result.get("content") or ()
@@ -135,12 +144,16 @@ class ToolError(McpError):
         if status is not None:
             text = redact_ids(text, status.task_id)
         who = f"Tool {tool!r}" if tool else "The tool"
+        shown = arguments_text(arguments)
+        if tool and shown:
+            who += f" {shown}"
         if status is not None:
             who += f" (task {short_id(status.task_id)})"
         super().__init__(INTERNAL_ERROR, f"{who} reported an error: {text}", None, "execution", ("tool_error", result))
         self.result = result
         self.status = status
         self.tool = tool
+        self.arguments = arguments
 
 
 class TaskCancelled(Displayed, Exception):

@@ -1,7 +1,8 @@
 """How a status and an error look to a person: a short text line, IPython's pretty form, an HTML
 table for notebooks, and `StatusDisplay`, a ready ``on_status`` that keeps one line (or one
 notebook output) up to date. The value types hand their rows to `pretty` and `table` through
-`mcp_tasks._render_hook`, where this module registers them when the package loads.
+`mcp_tasks._render_hook`, where this module registers them when it loads (which the package has
+happen when a value first shows).
 
 IPython is used only when it is already imported (a notebook or an IPython shell); it is never a
 dependency. Task and session ids appear only in their short forms, even inside a server's text,
@@ -17,13 +18,14 @@ import sys
 import threading
 import time
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any
 
 from mcp_tasks._people._above import Above
 from mcp_tasks._people._asking import hold_lines, lines_held
+from mcp_tasks._people._bar import BAR_WIDTH, NARROW, NARROW_BAR, Reported, Shown, line_part
 from mcp_tasks._people._progress import SetProgress, SetSnapshot, clock_text, set_line
 from mcp_tasks._printable import printable
 from mcp_tasks._render_hook import register_renderer
@@ -45,11 +47,17 @@ TICK = 1.0
 """How often a live terminal line redraws its elapsed time (seconds)."""
 
 
-def status_line(status: Status, elapsed: float | None = None) -> str:
-    """One line: ``[12s] working: exporting row 2 of 3``."""
+def status_line(
+    status: Status | None, elapsed: float | None = None, reported: Reported | None = None, bar: int = BAR_WIDTH
+) -> str:
+    """One line: ``[12s] working: exporting row 2 of 3``; with the task's latest progress,
+    ``[12s] working ▕█████▋      ▏ 19/40 (48%) rows: exporting`` (a bar `bar` wide).
+    """
     clock = f"[{clock_text(elapsed)}] " if elapsed is not None else ""
+    if status is None:
+        return f"{clock}working{line_part(reported, bar)}"
     message = f": {status.status_message}" if status.status_message else ""
-    return shown(status, f"{clock}{status.wire_status}{message}")
+    return shown(status, f"{clock}{status.wire_status}{line_part(reported, bar)}{message}")
 
 
 def clip(text: str, columns: int) -> str:
@@ -134,6 +142,7 @@ class StatusDisplay:
         self._started = time.monotonic()
         self._lock = threading.RLock()  # (a log record written while it is held goes through it again)
         self._last: Status | None = None
+        self._reported: Reported | None = None  # the task's latest progress (`progress`)
         self._handle: Any = None
         self._ticker: threading.Thread | None = None
         self._stop = threading.Event()
@@ -175,6 +184,28 @@ class StatusDisplay:
                 self.stream.write(status_line(status, time.monotonic() - self._started) + "\n")
                 self.stream.flush()
 
+    def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        """Show the task's latest progress as a bar beside its status (a wait given this display
+        as ``on_status`` calls it, from the client's progress thread). A set's display ignores it.
+        """
+        if self._set is not None:
+            return
+        with self._lock:
+            reported = Reported(progress, total, message)
+            if reported == self._reported:
+                return
+            self._reported = reported
+            notebook = _notebook() if self._stream is None else None
+            if notebook is not None:
+                self._show_in_notebook(notebook, self._last)
+            elif not self._live():
+                self.stream.write(status_line(self._last, time.monotonic() - self._started, reported) + "\n")
+                self.stream.flush()
+            elif not lines_held() and not self._closed:
+                self._draw()
+                if self._ticker is None and self._tick > 0:
+                    self._ticker = start_thread("status-line", self._run_ticker)
+
     # -- a set of tasks (told by the set waits; see `SetProgress`) ----------------------------
 
     def expect(self, task_ids: Iterable[str]) -> None:
@@ -188,6 +219,10 @@ class StatusDisplay:
         progress = self._set
         if progress is not None:
             progress.wait_failed(failed)
+
+    def named(self, labels: Mapping[str, str]) -> None:
+        """The calls of a set's tasks, by task id: failures are named by them (see `SetProgress`)."""
+        self._progress().named(labels)
 
     def follow(self, future: Future[Any]) -> None:
         """Show `future` (a `TaskFuture` of a batch) in the set (`submit` calls it)."""
@@ -326,8 +361,8 @@ class StatusDisplay:
         if self._snapshot is not None:
             text = set_line(self._snapshot)
         else:
-            assert self._last is not None
-            text = status_line(self._last, time.monotonic() - self._started)
+            bar = NARROW_BAR if self._columns() < NARROW else BAR_WIDTH
+            text = status_line(self._last, time.monotonic() - self._started, self._reported, bar)
         self.stream.write("\r\x1b[K" + clip(text, self._columns()))
         self.stream.flush()
         self._drawn = True
@@ -346,16 +381,17 @@ class StatusDisplay:
                     if snapshot.finished or not self._drawn:
                         return
                     self._snapshot = snapshot
-                elif self._last is None or self._last.terminal or not self._drawn:
+                elif not self._drawn or (self._last.terminal if self._last is not None else self._reported is None):
                     return
                 if not lines_held():
                     self._draw()
 
-    def _show_in_notebook(self, notebook: Any, status: Status) -> None:
+    def _show_in_notebook(self, notebook: Any, status: Status | None) -> None:
+        shown = status if self._reported is None else Shown(status, self._reported)
         if self._handle is None:
-            self._handle = notebook.display(status, display_id=True)
+            self._handle = notebook.display(shown, display_id=True)
         else:
-            self._handle.update(status)
+            self._handle.update(shown)
 
 
 register_renderer(pretty, table)  # how a Status or an error shows in IPython and notebooks

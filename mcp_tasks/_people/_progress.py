@@ -1,9 +1,11 @@
 """The progress of a set of tasks: `SetProgress` follows what the waits of a set see (an
 ``on_status`` for `wait_all`, `as_completed`, `wait_any` and futures) and gives a `SetSnapshot`
-after each change: counts by state, elapsed time, the latest message, the failures by short id.
+after each change: counts by state, elapsed time, the latest message, the failures by their call
+and short id (``export {"report": "q3"} e294…b175``; the short id alone when the call is unknown).
 
 A set wait tells the `on_status` it was given which tasks the set has (``expect``) and which
-waits failed (``wait_failed``); `submit` and `bind_future` hand it their futures (``follow``).
+waits failed (``wait_failed``), and the calls it knows of them (``named``); `submit` and
+`bind_future` hand it their futures (``follow``).
 Plain ``on_status`` callables are told none of this: they see each status, as before.
 """
 
@@ -13,7 +15,7 @@ import html
 import itertools
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from typing import Any
 
@@ -47,7 +49,9 @@ def clock_text(seconds: float) -> str:
 class SetSnapshot:
     """Where a set of tasks stands: how many there are (`total`), how many are in each state,
     the seconds since the progress began (`elapsed`), the latest status message (``abcd…wxyz:
-    text``, or None) and the short ids of the failed tasks, in the order they failed.
+    text``, or None) and the failed tasks, in the order they failed, each named by its call and
+    short id (``export {"report": "q3"} e294…b175``) or its short id alone when its call is not
+    known (values under secret-looking keys hidden, arguments cut to about 40 characters).
 
     `failed` counts failed tasks, completed ones whose result is a tool error (``isError``), and
     tasks whose wait failed (`FailedWait`); `working` counts the tasks not yet read too.
@@ -87,7 +91,7 @@ class SetSnapshot:
         return ", ".join(parts)
 
     def named_failures(self) -> str | None:
-        """``failed: abcd…wxyz, 0123…cdef (+2)``, or None when none failed."""
+        """``failed: export {"report": "q3"} abcd…wxyz, 0123…cdef (+2)``, or None when none failed."""
         if not self.failures:
             return None
         shown = ", ".join(self.failures[:SHOWN_FAILURES])
@@ -165,6 +169,7 @@ class SetProgress:
         self._lock = threading.RLock()
         self._states: dict[str, str] = {}
         self._failures: list[str] = []
+        self._labels: dict[str, str] = {}  # a task's call and short id, when known
         self._latest: str | None = None
         self._told = False  # the status being taken in brought a new message
         self._calls = itertools.count(1)  # keys of futures of tools that ran synchronously
@@ -189,11 +194,21 @@ class SetProgress:
         with self._lock:
             self._set(failed.task_id, "failed")
 
+    def named(self, labels: Mapping[str, str]) -> None:
+        """What each of these tasks was called with, by task id (``export {"report": "q3"}
+        e294…b175``, as `TaskFuture.label` gives it): its failure is shown so.
+        """
+        with self._lock:
+            self._labels.update(labels)
+
     def follow(self, future: Future[Any]) -> None:
         """Count `future` (a `TaskFuture`) in the set, and its end when it comes."""
         task_id = getattr(future, "task_id", None)
         key = task_id if isinstance(task_id, str) and task_id else f"call-{next(self._calls)}"
+        label = getattr(future, "label", None)
         with self._lock:
+            if isinstance(label, str) and label:
+                self._labels[key] = label
             self._states.setdefault(key, "working")
             self._changed()
         future.add_done_callback(lambda done: self._future_done(key, done))
@@ -204,7 +219,9 @@ class SetProgress:
             counts = dict.fromkeys(_STATES, 0)
             for state in self._states.values():
                 counts[state] += 1
-            failures = tuple(short_id(key) for key in self._failures if self._states.get(key) == "failed")
+            failures = tuple(
+                self._labels.get(key) or short_id(key) for key in self._failures if self._states.get(key) == "failed"
+            )
             return SetSnapshot(
                 total=len(self._states),
                 elapsed=time.monotonic() - self._started,

@@ -270,9 +270,16 @@ def _header() -> str:
 
 
 def _whose() -> dict[str, object]:
-    """The `say` fields naming the task that asks (its short id and tool), when one does."""
+    """The `say` fields naming the task that asks (its short id, tool and arguments' short form
+    when known), when one does.
+    """
     who = asker()
-    return {} if who is None else {"task": short_id(who.task_id), "tool": who.tool}
+    if who is None:
+        return {}
+    fields: dict[str, object] = {"task": short_id(who.task_id), "tool": who.tool}
+    if who.arguments:
+        fields["arguments"] = who.arguments
+    return fields
 
 
 def _ask_field(prompter: Prompter, name: str, spec: dict[str, Any], required: bool) -> Any:

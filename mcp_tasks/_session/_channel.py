@@ -85,6 +85,10 @@ class Channel:
         self._negotiation = Negotiation(transport, settings, self._requester)
         self._attachments: dict[type[Any], Any] = {}
         self._attaching = threading.Lock()
+        self.session_lost = False
+        """True once the server ended a 2025-era session of this connection (a 404: it restarted, or
+        expired it) and a new one was set up: what was kept for the old one went with it.
+        """
         self.closing = threading.Event()
         """Set as `close()` begins, before anything else: a blocking wait anywhere (a pause, a
         sleep on a condition that the attachment's ``close()`` notifies) waits on it too, and then
@@ -340,6 +344,7 @@ class Channel:
             return self._requester.round_trip(method, sent, deadline, None, on_request, cancellable)
         except SessionExpired:
             log.info("the server expired the session; starting a new one")
+            self.session_lost = True
             self.forget(agreed)
             if not self.agree(deadline).legacy:
                 raise

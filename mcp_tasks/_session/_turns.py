@@ -27,9 +27,8 @@ from typing import Protocol
 
 import attrs
 
+from mcp_tasks._call_text import task_label
 from mcp_tasks._clock import Deadline, block_for
-from mcp_tasks._printable import printable
-from mcp_tasks._redact import short_id
 
 __all__ = [
     "TURNS",
@@ -47,25 +46,29 @@ __all__ = [
 
 @attrs.frozen
 class Asker:
-    """The task whose input is being answered: its id and, when this client knows it, its tool."""
+    """The task whose input is being answered: its id and, when this client knows it, its tool
+    and its arguments' short form (`arguments_text`).
+    """
 
     task_id: str
     tool: str | None = None
+    arguments: str = ""
 
     @property
     def label(self) -> str:
-        """``greet e294…b175``: the tool (when known) and the task's short id."""
-        short = short_id(self.task_id)
-        return f"{printable(self.tool)} {short}" if self.tool else f"task {short}"
+        """``greet {"name": "Ann"} e294…b175``: the call (when known) and the task's short id."""
+        return task_label(self.task_id, self.tool, self.arguments)
 
 
 _ASKER: ContextVar[Asker | None] = ContextVar("mcp_tasks_asker", default=None)
 
 
 @contextmanager
-def asking_for(task_id: str, tool: str | None) -> Iterator[None]:
-    """While this block runs (in this thread), input handlers answer for `task_id` of `tool`."""
-    token = _ASKER.set(Asker(task_id, tool))
+def asking_for(task_id: str, tool: str | None, arguments: str = "") -> Iterator[None]:
+    """While this block runs (in this thread), input handlers answer for `task_id` of `tool`
+    (called with `arguments`, in short).
+    """
+    token = _ASKER.set(Asker(task_id, tool, arguments))
     try:
         yield
     finally:

@@ -5,11 +5,14 @@ take it: a path (SQLite), ``sqlite:///path``, a ``postgresql://`` URL or libpq k
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from mcp_tasks._store._location import store_location
-from mcp_tasks._store._postgres import PostgresTaskStore
 from mcp_tasks._store._protocol import LEASE_TTL
 from mcp_tasks._store._sqlite import SqliteTaskStore
+
+if TYPE_CHECKING:
+    from mcp_tasks._store._postgres import PostgresTaskStore
 
 __all__ = ["open_store"]
 
@@ -37,5 +40,7 @@ def open_store(
     kind, where = store_location(location)
     if kind == "postgres":
         assert where is not None
+        from mcp_tasks._store._postgres import PostgresTaskStore  # (PostgreSQL code loads only for it)
+
         return PostgresTaskStore(where, lease_ttl=lease_ttl)
     return SqliteTaskStore(where, lease_ttl=lease_ttl)

@@ -9,6 +9,7 @@ from typing import Any
 
 import attrs
 
+from mcp_tasks._call_text import arguments_text, kept_arguments
 from mcp_tasks._errors import InvalidStatus
 from mcp_tasks._redact import short_id, shown_endpoint
 from mcp_tasks._status import Era, Status
@@ -84,7 +85,10 @@ class TaskRef:
     ``tracestate``) of the ``tools/call`` that did, so that a wait in another process links to it.
     `gone`: None, or why the task ended without an outcome: the server answered -32602 for it
     (it no longer knows it), ``"expired"`` past its ``createdAt + ttlMs``, else ``"forgotten"``;
-    such a ref is `finished` (its result is lost).
+    such a ref is `finished` (its result is lost). `arguments`: the call's arguments as a store
+    keeps them (None when not known): values under secret-looking keys (``api_key``,
+    ``password``...) hidden as ``***``, what JSON cannot hold as its ``repr``, about 2,000
+    characters at most (the rest cut with ``…``); shown in short beside `tool`.
 
     Its repr shows a short id only (a task id is a bearer credential), and the endpoint without
     its query or userinfo (they may carry a key); `to_json` keeps both whole.
@@ -100,6 +104,7 @@ class TaskRef:
     )
     trace_context: dict[str, str] | None = attrs.field(default=None, converter=_trace_context, hash=False)
     gone: str | None = attrs.field(default=None, validator=_gone)
+    arguments: dict[str, Any] | None = attrs.field(default=None, converter=kept_arguments, hash=False)
 
     @property
     def finished(self) -> bool:
@@ -132,6 +137,8 @@ class TaskRef:
             saved["traceContext"] = dict(self.trace_context)  # format 1 still: older readers skip it
         if self.gone is not None:
             saved["gone"] = self.gone  # likewise (a store keeps `finished` in a column of its own)
+        if self.arguments is not None:
+            saved["arguments"] = self.arguments  # likewise: a record without them reads as None
         return json.dumps(saved, ensure_ascii=False, separators=(",", ":"))
 
     @classmethod
@@ -164,6 +171,9 @@ class TaskRef:
         traced = saved.get("traceContext")
         if traced is not None and not isinstance(traced, dict):
             raise ValueError(f"traceContext must be an object or null, got {traced!r}")
+        arguments = saved.get("arguments")
+        if arguments is not None and not isinstance(arguments, dict):
+            raise ValueError(f"arguments must be an object or null, got {type(arguments).__name__}")
         return cls(
             endpoint=saved.get("endpoint"),  # type: ignore[arg-type]
             task_id=saved.get("taskId"),  # type: ignore[arg-type]
@@ -173,12 +183,14 @@ class TaskRef:
             last_status=status,
             trace_context=traced,
             gone=saved.get("gone"),
+            arguments=arguments,
         )
 
     def __repr__(self) -> str:
         last = self.last_status.wire_status if self.last_status is not None else None
         return (
             f"TaskRef(task_id={short_id(self.task_id)!r}, tool={self.tool!r}, "
+            f"{'' if self.arguments is None else f'arguments={arguments_text(self.arguments)!r}, '}"
             f"endpoint={shown_endpoint(self.endpoint)!r}, "
             f"era={self.era!r}, last_status={last!r}{'' if self.gone is None else f', gone={self.gone!r}'})"
         )

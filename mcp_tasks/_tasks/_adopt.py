@@ -92,7 +92,7 @@ def adopt(
     if not isinstance(forever, bool):
         raise TypeError(f"forever must be True or False, got {type(forever).__name__}")
     options = {"timeout": None, **wait_options} if forever else wait_options
-    settings, listen = settings_of({**options, "store": store}, "adopt")
+    settings, listen = settings_of({**options, "store": store}, "adopt", progress=False)
     if forever:
         return adopted_forever(store, limit or NO_LIMIT, client, auth, headers, settings, listen)
     return _adopted(store, limit or NO_LIMIT, client, auth, headers, settings, listen)

@@ -18,11 +18,12 @@ import concurrent.futures
 import logging
 import threading
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from mcp_tasks._call_text import arguments_text, call_text, task_label
 from mcp_tasks._clock import Deadline
 from mcp_tasks._errors import InputRequired, McpError, TaskCancelled, TaskFailed
 from mcp_tasks._redact import short_id
@@ -55,16 +56,36 @@ class TaskFuture(concurrent.futures.Future[dict[str, Any]]):
     """A tool call's CallToolResult to come: `result()` returns it or raises the outcome's
     exception (`TaskFailed`, `TaskCancelled`, `InputRequired`, an `McpError`). `task_id` is the
     task's id (None for a tool that ran synchronously) and `status` the latest Status seen.
-    `cancel()` also asks the server to cancel the task. `concurrent.futures.wait` and
-    `as_completed` work with it.
+    `tool` and `arguments` are the call's (a copy of the arguments given to `submit`; None when
+    not known, as for a task bound with `bind_future`); `label` names it in short, as displays
+    and questions do. `cancel()` also asks the server to cancel the task.
+    `concurrent.futures.wait` and `as_completed` work with it.
     """
 
-    def __init__(self, client: Client, status: Status | None) -> None:
+    def __init__(
+        self,
+        client: Client,
+        status: Status | None,
+        *,
+        tool: str | None = None,
+        arguments: Mapping[str, Any] | None = None,
+    ) -> None:
         super().__init__()
         self.client = client
         self.task_id: str | None = status.task_id if status is not None else None
         self.status: Status | None = status
-        self.cancelling = False  # cancel() asked the server: the end its stream brings is the cancel
+        self.tool: str | None = tool
+        self.arguments: dict[str, Any] | None = dict(arguments) if arguments is not None else None
+
+    @property
+    def label(self) -> str:
+        """``export {"report": "q3"} e294…b175``: the call (values under secret-looking keys
+        hidden) and the task's short id; the call alone for a tool that ran synchronously.
+        """
+        shown = arguments_text(self.arguments)
+        if self.task_id is None:
+            return call_text(self.tool, self.arguments) or "call"
+        return task_label(self.task_id, self.tool, shown)
 
     def cancel(self) -> bool:
         """Ask the server to cancel the task, then read it once: False when the future is done,
@@ -76,12 +97,13 @@ class TaskFuture(concurrent.futures.Future[dict[str, Any]]):
         task_id = self.task_id
         if task_id is None:
             return bool(super().cancel())
-        self.cancelling = True
+        _cancelling.add(self)  # the driver may read the cancelled task before this returns
         try:
             cancel_task(self.client, task_id)
             status = get_task(self.client, task_id)
         except McpError as exc:
             log.warning("could not cancel task %s: %s", short_id(task_id), exc.message)
+            _cancelling.discard(self)
             ended = True  # (or the cancel failed): its outcome is what it is
         else:
             ended = status.terminal and status.status is not TaskState.CANCELLED
@@ -95,13 +117,17 @@ class TaskFuture(concurrent.futures.Future[dict[str, Any]]):
 
     def __repr__(self) -> str:
         task = f" task={short_id(self.task_id)}" if self.task_id else ""
-        return f"<TaskFuture{task} {self._state_name()}>"
+        tool = f" tool={self.tool!r}" if self.tool else ""
+        return f"<TaskFuture{task}{tool} {self._state_name()}>"
 
     def _state_name(self) -> str:
         if self.cancelled():
             return "cancelled"
         return "done" if self.done() else "pending"
 
+
+_cancelling: weakref.WeakSet[TaskFuture] = weakref.WeakSet()
+"""Futures whose owner asked the server to cancel their task: a cancelled end is that cancel."""
 
 _Handed = tuple[TaskFuture, Status, WaitSettings, bool]  # a future handed to the driver: its task, settings, listen
 
@@ -250,8 +276,8 @@ def _resolve(future: TaskFuture, final: Status | None, error: BaseException | No
             future.set_exception(error)
         elif final is not None:
             future.status = final
-            if future.cancelling and final.status is TaskState.CANCELLED:
-                concurrent.futures.Future.cancel(future)  # heard before cancel() read it: its cancel
+            if final.status is TaskState.CANCELLED and future in _cancelling:
+                concurrent.futures.Future.cancel(future)  # as its owner's cancel() will say
                 return
             try:
                 future.set_result(outcome(final))

@@ -15,7 +15,9 @@ class FailedWait(Status):
     """The last Status a wait on many tasks saw of a task whose wait failed (`status` is
     ``unknown`` when it read none), with the `exception` that ended it: a task the server does
     not know (-32602), reads that kept failing, an input handler that raised. `outcome()` of it
-    raises that exception.
+    raises that exception. A 2025-era task whose ``tasks/result`` the server refused after
+    ``tasks/get`` said completed is read as one too (by `get_task` and every wait): its status
+    ``completed``, its exception saying the result could not be fetched.
     """
 
     exception: Exception = attrs.field(kw_only=True, eq=False)

@@ -12,9 +12,10 @@ from mcp_tasks._options import UNSET
 from mcp_tasks._status import Status
 from mcp_tasks._store._protocol import TaskStore
 from mcp_tasks._tasks._driver import INPUT_WORKERS, TaskFuture, futures_of
-from mcp_tasks._tasks._helpers import start_call
+from mcp_tasks._tasks._helpers import call_followed, follow_call
 from mcp_tasks._tasks._observer import follow_future
 from mcp_tasks._tasks._options import InputOption, OnStatus, settings_of
+from mcp_tasks._tasks._progress_keeper import OnProgress, check_on_progress, keeper_of
 from mcp_tasks._tasks._records import record_created, store_of
 
 if TYPE_CHECKING:
@@ -54,6 +55,9 @@ class SubmitOptions(TypedDict, total=False):
     on_status: OnStatus | None
     """Called in the driver's thread with each status seen (on an input worker for the status
     its answer brings). Default: None."""
+    on_progress: OnProgress | None
+    """Called with ``(progress, total, message)`` for the progress the server reports, from the
+    call's own stream until the future is done, on the client's progress thread. Default: None."""
     store: TaskStore | None
     """Records the statuses and keeps the answers' ledger and the task's lease, as for
     `wait_task`. Default: the client's ``store``."""
@@ -76,16 +80,37 @@ def submit(
     timeout: Any = wait_options.pop("timeout", UNSET)  # the call's; checked by call_tool
     meta: Any = wait_options.pop("meta", None)
     key: Any = wait_options.pop("key", None)
+    on_progress = check_on_progress(wait_options.pop("on_progress", None))
     settings, listen = settings_of({**wait_options, "timeout": None}, "submit")
-    called = start_call(client, name, arguments, timeout=timeout, meta=meta, key=key, follow=listen)
+    follow = follow_call(client, meta, on_progress)
+    try:
+        called = call_followed(
+            client,
+            name,
+            arguments,
+            follow,
+            timeout=timeout,
+            meta=meta,
+            key=key,
+            wanted=on_progress is not None,
+            keep=listen,
+        )
+    except BaseException:
+        follow.close()
+        raise
     if isinstance(called, dict):
-        future = TaskFuture(client, None)
+        follow.close()
+        future = TaskFuture(client, None, tool=name, arguments=arguments)
         follow_future(settings.on_status, future)  # a display of the batch counts it
         future.set_result(called)
         return future
     if settings.store is not UNSET and settings.store is not store_of(client):
-        record_created(client, called, name, settings.store)  # a store of this call's own keeps it too
-    future = TaskFuture(client, called)
+        record_created(client, called, name, settings.store, None, arguments)  # a store of this call's own too
+    future = TaskFuture(client, called, tool=name, arguments=arguments)
+    if on_progress is not None and follow.task_id != called.task_id:  # a key's earlier call
+        follow.close()
+        follow = keeper_of(client.channel).follow(on_progress, task_id=called.task_id)
+    future.add_done_callback(lambda _: follow.close(flush=False))
     follow_future(settings.on_status, future)
     futures_of(client.channel).watch_future(future, called, settings, listen)
     return future
@@ -101,8 +126,13 @@ def bind_future(client: Client, status: Status, **options: Unpack[SubmitOptions]
     for name in ("timeout", "meta", "key"):
         if name in options:
             raise TypeError(f"bind_future() got an unexpected keyword argument {name!r}")
-    settings, listen = settings_of({**options, "timeout": None}, "bind_future")
+    wait_options: dict[str, Any] = dict(options)
+    on_progress = check_on_progress(wait_options.pop("on_progress", None))
+    settings, listen = settings_of({**wait_options, "timeout": None}, "bind_future")
     future = TaskFuture(client, status)
+    if on_progress is not None:  # what this client kept of it, and what comes
+        follow = keeper_of(client.channel).follow(on_progress, task_id=status.task_id)
+        future.add_done_callback(lambda _: follow.close(flush=False))
     follow_future(settings.on_status, future)
     futures_of(client.channel).watch_future(future, status, settings, listen)
     return future

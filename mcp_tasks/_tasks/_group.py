@@ -102,9 +102,7 @@ class Group:
                 # read only when traced:
                 saved = saved_ref(self.client, task_id, wait_settings.store, wait_settings.timeout)
                 trace = self.channel.tracing.task(task_id, saved)  # its span, when the client traces
-                wait = TaskWait(self.client, task_id, given, wait_settings, trace)
-                wait.deadline = self.deadline
-                wait.recorder.deadline = self.deadline
+                wait = TaskWait(self.client, task_id, given, wait_settings, trace, self.deadline)
                 wait.recorder.ends_later = True  # its end is recorded with the round's others (`_free`)
                 trace.start()
                 member = self._member(wait)

@@ -15,6 +15,7 @@ from mcp_tasks._store import Intent
 from mcp_tasks._tasks._asked import remember_tool
 from mcp_tasks._tasks._failed import FailedWait
 from mcp_tasks._tasks._intent import Started, abandon, begin, joined, kept_status
+from mcp_tasks._tasks._progress_keeper import PROGRESS_TOKEN, Follow, OnProgress, keeper_of
 from mcp_tasks._tasks._protocol import TaskProtocol, protocol_of
 from mcp_tasks._tasks._records import record_created, record_status, store_of
 from mcp_tasks._tasks._watch import watch_of
@@ -23,8 +24,10 @@ if TYPE_CHECKING:
     from mcp_tasks._client import Client
 
 __all__ = [
+    "call_followed",
     "call_tool",
     "cancel_task",
+    "follow_call",
     "get_task",
     "list_tasks",
     "may_create_task",
@@ -87,6 +90,9 @@ def call_tool(
     task-augmented (``params.task``) when the server and the tool's ``execution.taskSupport``
     allow it, and the Status has ``era == "legacy"``. `timeout` bounds it all, negotiation included.
 
+    A ``progressToken`` rides in the ``_meta`` of a call that may make a task (yours, when `meta`
+    has one): the progress its task reports is kept with the client, for the waits' ``on_progress``.
+
     On a store-backed client the call is recorded before it is sent (a store that cannot take it
     by the deadline raises `StoreError`, and nothing is sent), and its task id (or its result)
     joins the record when the answer comes. `key`: the caller's idempotency key (one per call, on
@@ -102,22 +108,37 @@ def call_tool(
     """
     if not isinstance(follow, bool):
         raise TypeError(f"follow must be True or False, got {type(follow).__name__}")
-    return start_call(client, name, arguments, timeout=timeout, meta=meta, key=key, follow=follow)
+    with follow_call(client, meta, None) as progress:
+        return call_followed(client, name, arguments, progress, timeout=timeout, meta=meta, key=key, keep=follow)
 
 
-def start_call(
+def follow_call(client: Client, meta: object, on_progress: OnProgress | None) -> Follow:
+    """A call's progress, followed by `on_progress` (if any) under the call's token: the one in
+    `meta` when it has one, else a new one. Close it when the call (and its wait) is over.
+    """
+    check_meta(meta)
+    token = meta.get(PROGRESS_TOKEN) if isinstance(meta, Mapping) else None
+    if isinstance(token, bool) or not isinstance(token, (str, int)) or token == "":
+        token = None
+    return keeper_of(client.channel).follow(on_progress, token=token)
+
+
+def call_followed(
     client: Client,
     name: str,
     arguments: Mapping[str, Any] | None,
+    follow: Follow,
     *,
-    timeout: float | None,
-    meta: Mapping[str, Any] | None,
-    key: str | None,
-    follow: bool,
+    timeout: float | None = UNSET,
+    meta: Mapping[str, Any] | None = None,
+    key: str | None = None,
+    wanted: bool = False,
+    keep: bool = True,
 ) -> Status | dict[str, Any]:
-    """`call_tool`; `follow`: the client's shared watch follows the task it makes (2026-07-28)
-    until a wait wants it (see _watch.py), so that any wait after finds what its stream said.
-    False for a call whose wait is known to poll.
+    """`call_tool`, its progress under `follow`'s token (sent on any call when `wanted`, on one
+    that may make a task otherwise); `follow` bound to the task it makes. `keep`: the client's
+    shared watch follows the task from its creation until a wait takes it (_watch.py); False for
+    a call whose wait is known to poll.
     """
     if not isinstance(name, str) or not name:
         raise ValueError(f"tool name must be a non-empty string, got {name!r}")
@@ -127,9 +148,9 @@ def start_call(
     protocol, deadline = _start(client, timeout)
     begun = begin(client, name, arguments, key, deadline)  # before anything is sent
     if begun is not None and not isinstance(begun, Started):
-        return _again(client, protocol, begun, deadline, meta)
+        return _again(client, protocol, begun, deadline, meta, arguments)
     try:
-        called = protocol.create(name, arguments, deadline, meta)
+        called = protocol.create(name, arguments, deadline, meta, token=follow.token, wanted=wanted)
     except (TransportError, ProtocolError):
         raise  # it may have reached the server: its intent stays, started with no id
     except McpError:
@@ -137,21 +158,28 @@ def start_call(
             abandon(begun, deadline)  # the server refused it: nothing was made
         raise
     if isinstance(called, Status):
-        remember_tool(client, called.task_id, name)  # its questions name it
-        if follow and called.era == "modern" and not called.terminal:
-            watch_of(client.channel).keep([called.task_id])
+        follow.bind(called.task_id)  # its progress is kept for later waits
+        if keep and called.era == "modern" and not called.terminal:
+            watch_of(client.channel).keep([called.task_id])  # followed from now on (see _watch.py)
+        remember_tool(client, called.task_id, name, arguments)  # its questions name it
     if begun is not None:
-        joined(client, begun, deadline, called, name)
+        joined(client, begun, deadline, called, name, arguments)
     elif isinstance(called, Status):
-        record_created(client, called, name, store_of(client), deadline)
+        record_created(client, called, name, store_of(client), deadline, arguments)
     return called
 
 
 def _again(
-    client: Client, protocol: TaskProtocol, intent: Intent, deadline: Deadline, meta: Mapping[str, Any] | None
+    client: Client,
+    protocol: TaskProtocol,
+    intent: Intent,
+    deadline: Deadline,
+    meta: Mapping[str, Any] | None,
+    arguments: Mapping[str, Any] | None,
 ) -> Status | dict[str, Any]:
     """The call `intent` recorded under the caller's key, followed instead of made again: its
     kept result, or its task's status (the one the store keeps, else read from the server).
+    `arguments` are this call's, the intent's too (its digest matched).
     """
     if intent.result is not None:
         return dict(intent.result)
@@ -162,7 +190,7 @@ def _again(
     if status is None:
         status = protocol.read(intent.task_id, deadline, protocol.meta(meta))
         record_status(status, store, deadline)
-    remember_tool(client, intent.task_id, intent.tool)
+    remember_tool(client, intent.task_id, intent.tool, arguments)
     return status
 
 

@@ -31,7 +31,7 @@ from mcp_tasks._store import (
     store_deadline,
 )
 from mcp_tasks._store._intent import check_key, digest_of
-from mcp_tasks._tasks._records import endpoint_of, store_of
+from mcp_tasks._tasks._records import created_ref, endpoint_of, store_of
 
 if TYPE_CHECKING:
     from mcp_tasks._client import Client
@@ -43,7 +43,6 @@ __all__ = [
     "Started",
     "abandon",
     "begin",
-    "created_ref",
     "joined",
     "keeps_intents",
     "kept_status",
@@ -184,18 +183,19 @@ def begin(
     return kept
 
 
-def created_ref(client: Client, status: Status, tool: str) -> TaskRef:
-    """What the store keeps of a task the client just created (as `record_created` keeps it)."""
-    traced = client.channel.tracing.creation_context(status.task_id)  # None unless the client traces
-    return TaskRef(endpoint_of(client.channel), status.task_id, status.era, tool, time.time(), status, traced)
-
-
-def joined(client: Client, started: Started, deadline: Deadline, called: Status | dict[str, Any], tool: str) -> None:
+def joined(
+    client: Client,
+    started: Started,
+    deadline: Deadline,
+    called: Status | dict[str, Any],
+    tool: str,
+    arguments: Mapping[str, Any] | None = None,
+) -> None:
     """Join the call's outcome to its intent: the task it made, or the result given at once. A
     store that refuses keeps it with the client, tried again later (with a warning).
     """
     if isinstance(called, Status):
-        join = _Join(started, created_ref(client, called, tool), None)
+        join = _Join(started, created_ref(client, called, tool, arguments), None)
     else:
         join = _Join(started, None, dict(called))
     try:

@@ -17,6 +17,7 @@ from mcp_tasks._errors import McpError, RequestTimeout
 from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status
 from mcp_tasks._store._protocol import TaskStore
+from mcp_tasks._tasks._asked import labels_of
 from mcp_tasks._tasks._group import Group, Member
 from mcp_tasks._tasks._helpers import cancel_task, task_id_of
 from mcp_tasks._tasks._observer import expect_set
@@ -97,10 +98,10 @@ def _group(client: Client, tasks: Iterable[str | Status], options: Mapping[str, 
             f"{caller}() takes an iterable of task ids or Statuses, got one {type(tasks).__name__}: "
             "use wait_task(client, task) for one task"
         )
-    settings, listen = settings_of(options, caller)
+    settings, listen = settings_of(options, caller, progress=False)
     tasks = list(tasks)
     ids = [task_id_of(task) for task in tasks]  # a bad reference fails before anything is sent
-    expect_set(settings.on_status, ids)  # a display of the set counts them from the start
+    expect_set(settings.on_status, ids, lambda: labels_of(client, ids))  # a display counts them from the start
     cancel = cancel_pending(client) if settings.cancel_on_timeout else None
     group = Group(client, settings, listen, Deadline(settings.timeout), on_timeout=cancel)
     try:

@@ -13,6 +13,13 @@ from mcp_tasks._clock import check_duration, check_timeout
 from mcp_tasks._options import UNSET
 from mcp_tasks._status import Status
 from mcp_tasks._store._protocol import TaskStore, check_store
+from mcp_tasks._tasks._defaults import (
+    CANCEL_BUDGET,
+    DEFAULT_MIN_POLL_INTERVAL,
+    DEFAULT_POLL_INTERVAL,
+    DEFAULT_WAIT_TIMEOUT,
+)
+from mcp_tasks._tasks._progress_keeper import OnProgress, check_on_progress
 from mcp_tasks._tasks._strategies import HandlersStrategy, InputStrategy, resolve_strategy
 
 __all__ = [
@@ -26,11 +33,6 @@ __all__ = [
     "WaitSettings",
 ]
 
-DEFAULT_WAIT_TIMEOUT = 60.0
-DEFAULT_POLL_INTERVAL = 1.0
-DEFAULT_MIN_POLL_INTERVAL = 0.05
-CANCEL_BUDGET = 0.25
-"""Seconds that ``cancel_on_timeout`` may spend after the wait's timeout to send tasks/cancel."""
 
 OnStatus = Callable[[Status], object]
 """Called with each status a wait sees (a progress display)."""
@@ -56,6 +58,10 @@ class WaitOptions(TypedDict, total=False):
     """How input is answered: "handlers", "return", a function, a strategy. Default: "handlers"."""
     on_status: OnStatus | None
     """Called in the caller's thread with each status seen. Default: None."""
+    on_progress: OnProgress | None
+    """Called with ``(progress, total, message)`` for the progress the server reports for a task
+    this client created (kept from its call: a task resumed from elsewhere has none), on the
+    client's progress thread, never the wait's. Default: None."""
     cancel_on_timeout: bool
     """Cancel the task when the time is up, spending at most `CANCEL_BUDGET` (0.25 s) more.
     Default: False."""
@@ -115,6 +121,7 @@ class WaitSettings:
     listen: bool = attrs.field(default=False, converter=_listen)
     input: InputStrategy = attrs.field(default=HandlersStrategy(), converter=resolve_strategy)
     on_status: OnStatus | None = attrs.field(default=None, converter=_on_status)
+    on_progress: OnProgress | None = attrs.field(default=None, converter=check_on_progress)
     cancel_on_timeout: bool = attrs.field(default=False, converter=_cancel_on_timeout)
     store: Any = attrs.field(default=UNSET, converter=_store)  # UNSET: the client's
 
@@ -127,8 +134,15 @@ class WaitSettings:
         return cls(**options)
 
 
-def settings_of(options: Mapping[str, Any], caller: str) -> tuple[WaitSettings, bool]:
-    """The checked settings, and whether to listen (None and True: yes)."""
+def settings_of(options: Mapping[str, Any], caller: str, *, progress: bool = True) -> tuple[WaitSettings, bool]:
+    """The checked settings, and whether to listen (None and True: yes). `progress` False: a
+    wait on a set, whose one ``on_progress`` could not say which task reported (a TypeError).
+    """
+    if not progress and "on_progress" in options:
+        raise TypeError(
+            f"{caller}() got an unexpected keyword argument 'on_progress' (progress is per task: "
+            "give on_progress to each submit, wait_task or call_and_await)"
+        )
     options = dict(options)
     listen = options.pop("listen", None)
     if listen is not None and not isinstance(listen, bool):

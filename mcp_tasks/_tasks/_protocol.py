@@ -19,12 +19,22 @@ from typing import Any
 import attrs
 
 from mcp_tasks._clock import Deadline
-from mcp_tasks._errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, InvalidStatus, McpError
+from mcp_tasks._errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    InvalidStatus,
+    McpError,
+    ProtocolError,
+)
 from mcp_tasks._session._agreement import LEGACY_VERSION, Agreement
 from mcp_tasks._session._channel import Channel, Envelope
 from mcp_tasks._session._dispatch import RequestOwner
 from mcp_tasks._status import Status, TaskState
+from mcp_tasks._tasks._progress_keeper import PROGRESS_TOKEN
 from mcp_tasks._tasks._side import side_of
+from mcp_tasks._tasks._unasked import flat_task, task_in, warn_unasked
+from mcp_tasks._tasks._unfetched import refused, unfetched
 from mcp_tasks._tasks._unknown import with_unknown_hint
 from mcp_tasks._wire import META_CLIENT_CAPABILITIES, TASKS_EXTENSION, malformed, merge_meta
 
@@ -107,9 +117,19 @@ class TaskProtocol:
         raise NotImplementedError
 
     def create(
-        self, name: str, arguments: Mapping[str, Any] | None, deadline: Deadline, meta: Mapping[str, Any] | None
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        deadline: Deadline,
+        meta: Mapping[str, Any] | None,
+        *,
+        token: str | int | None = None,
+        wanted: bool = False,
     ) -> Status | dict[str, Any]:
-        """Call a tool: its Status when the server made it a task, else its CallToolResult."""
+        """Call a tool: its Status when the server made it a task, else its CallToolResult.
+        `token`: the ``progressToken`` for a task-augmented call, and for any call when the
+        caller `wanted` progress.
+        """
         raise NotImplementedError
 
     def read(
@@ -175,10 +195,19 @@ class Modern(TaskProtocol):
         return self.supported()
 
     def create(
-        self, name: str, arguments: Mapping[str, Any] | None, deadline: Deadline, meta: Mapping[str, Any] | None
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        deadline: Deadline,
+        meta: Mapping[str, Any] | None,
+        *,
+        token: str | int | None = None,
+        wanted: bool = False,
     ) -> Status | dict[str, Any]:
-        """See `TaskProtocol.create`."""
+        """See `TaskProtocol.create`: every call declares tasks, so the token rides on each."""
         params = {"name": name, "arguments": dict(arguments or {})}
+        if token is not None:
+            meta = merge_meta(meta, {PROGRESS_TOKEN: token})
         result = self.channel.call_tool(params, deadline, meta=self.meta(meta))
         if result.get("resultType") == "task":
             return decode(result, self.era)
@@ -231,17 +260,38 @@ class Legacy(TaskProtocol):
         return side.task_support.get(tool) in ("optional", "required")
 
     def create(
-        self, name: str, arguments: Mapping[str, Any] | None, deadline: Deadline, meta: Mapping[str, Any] | None
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        deadline: Deadline,
+        meta: Mapping[str, Any] | None,
+        *,
+        token: str | int | None = None,
+        wanted: bool = False,
     ) -> Status | dict[str, Any]:
-        """See `TaskProtocol.create`: task-augmented when the server and the tool allow it."""
+        """See `TaskProtocol.create`: task-augmented when the server and the tool allow it (the
+        token rides on a task-augmented call: its task may report progress for its whole life).
+        """
         params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
         augmented = self.may_create(name, deadline)
         if augmented:
             params["task"] = {"ttl": DEFAULT_TTL_MS}
+        if token is not None and (augmented or wanted):
+            meta = merge_meta(meta, {PROGRESS_TOKEN: token})
         # A task is cancelled with tasks/cancel only: never notifications/cancelled for its call.
-        result = self.channel.call_tool(params, deadline, meta=meta, cancellable=not augmented)
+        try:
+            result = self.channel.call_tool(params, deadline, meta=meta, cancellable=not augmented)
+        except ProtocolError as exc:
+            flat = None if augmented else flat_task(exc)
+            if flat is None:
+                raise
+            result = flat
         if not augmented:
-            return result
+            unasked = task_in(result)
+            if unasked is None:
+                return result
+            warn_unasked(self.channel, self.agreed, name)  # followed, never handed back as the result
+            return decode(unasked, self.era, session_id=self.channel.transport.session_id)
         task = result.get("task")
         if task is None and "content" in result:
             return result  # the server ran it at once after all
@@ -314,11 +364,21 @@ class Legacy(TaskProtocol):
                 if hinted is exc:
                     raise
                 raise hinted from exc
-            # Say why a task from elsewhere may be unknown here, and how to reach it.
+            # Say why a task from elsewhere may be unknown here, and how to reach it (if it can be).
+            if self.channel.session_lost:
+                advice = (
+                    "the server ended this connection's earlier session (it restarted, or expired it), and a "
+                    "2025-era server may keep a task for the HTTP session that created it only: a task of that "
+                    "session is out of reach"
+                )
+            else:
+                advice = (
+                    "a 2025-era server may keep a task for the HTTP session that created it only: join that "
+                    "session with Client.http(url, session_id=status.session_id)"
+                )
             raise McpError(
                 exc.code,
-                f"{hinted.message} (a 2025-era server may keep a task for the HTTP session that created "
-                "it only: join that session with Client.http(url, session_id=status.session_id))",
+                f"{hinted.message} ({advice})",
                 exc.data,
                 exc.kind,
                 exc.cause,
@@ -327,7 +387,12 @@ class Legacy(TaskProtocol):
 
     def _complete(self, status: Status, deadline: Deadline, meta: Mapping[str, Any] | None) -> Status:
         if status.status is TaskState.COMPLETED:
-            result = self._result(status.task_id, deadline, meta, None)
+            try:
+                result = self._result(status.task_id, deadline, meta, None)
+            except McpError as exc:
+                if not refused(exc):
+                    raise
+                return unfetched(status, exc)  # completed all the same: not lost, nor a failed read
             if result is None:
                 return attrs.evolve(status, status=TaskState.WORKING)  # not there yet: look again
             return attrs.evolve(status, result=result)

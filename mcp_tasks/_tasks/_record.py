@@ -206,11 +206,10 @@ class Recorder:
         return self.lease is not None and not self.lease.lost
 
     @_within_deadline
-    def may_answer(self) -> bool:
-        """Whether this wait may answer input: it held the task's lease before the status it
-        answers was read (renewed in the background while it waits). A lease just taken says no
-        once: a wait that held it may have answered meanwhile, so read again first. Without a
-        store there is no one to share the task with.
+    def take_now(self) -> bool:
+        """Take the task's lease for input that waits, when it is free: whether it was taken (a
+        wait that may answer only once it holds it: `WaitCore` decides). Without a store there
+        is no one to share the task with.
         """
         if self.store is None:
             return True
@@ -218,9 +217,9 @@ class Recorder:
             return True
         self.stop_renewing()
         if self.store.acquire(self.task_id, self.holder, self.ttl):
-            self._hold()  # answer what is read next
-        else:
-            log.debug("task %s is leased by another wait: reading only", short_id(self.task_id))
+            self._hold()
+            return True
+        log.debug("task %s is leased by another wait: reading only", short_id(self.task_id))
         return False
 
     def stop_renewing(self) -> None:

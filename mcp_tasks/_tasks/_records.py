@@ -9,9 +9,9 @@ import logging
 import shlex
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mcp_tasks._clock import Deadline
 from mcp_tasks._options import UNSET
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RESUMING",
+    "created_ref",
     "endpoint_of",
     "fenced",
     "record_created",
@@ -87,13 +88,25 @@ def try_keep(what: str, task_id: str, work: Callable[[], object]) -> bool:
     return True
 
 
+def created_ref(client: Client, status: Status, tool: str, arguments: Mapping[str, Any] | None) -> TaskRef:
+    """What the store keeps of a task the client just created: where, its call, its trace."""
+    traced = client.channel.tracing.creation_context(status.task_id)  # None unless the client traces
+    return TaskRef(
+        endpoint_of(client.channel), status.task_id, status.era, tool, time.time(), status, traced, arguments=arguments
+    )
+
+
 def record_created(
-    client: Client, status: Status, tool: str, store: TaskStore | None, deadline: Deadline | None = None
+    client: Client,
+    status: Status,
+    tool: str,
+    store: TaskStore | None,
+    deadline: Deadline | None = None,
+    arguments: Mapping[str, Any] | None = None,
 ) -> None:
     """Keep a task the client just created (a busy store is retried until the call's `deadline`)."""
     if store is not None:
-        traced = client.channel.tracing.creation_context(status.task_id)  # None unless the client traces
-        ref = TaskRef(endpoint_of(client.channel), status.task_id, status.era, tool, time.time(), status, traced)
+        ref = created_ref(client, status, tool, arguments)
         with store_deadline(deadline.at if deadline is not None else None):
             try_keep("its creation", status.task_id, lambda: store.record(ref))
 

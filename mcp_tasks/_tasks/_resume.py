@@ -100,6 +100,6 @@ def _waited(client: Client, task: TaskRef, wait_options: WaitOptions, raise_on_e
     token = RESUMING.set(task)  # a traced wait links to the trace context the ref kept
     try:
         final = wait_task(client, task.task_id, **wait_options)
-        return checked(outcome(final), raise_on_error, final, task.tool)
+        return checked(outcome(final), raise_on_error, final, task.tool, task.arguments)
     finally:
         RESUMING.reset(token)

@@ -1,9 +1,15 @@
-"""The wait on one task: its deadline, its reads (bounded by it), the input it answers with its
-strategy, the statuses it has seen, and its polling loop. `wait_task` runs one in the caller's
-thread (_wait.py); the group core (_group.py) drives many from one thread.
+"""The wait on one task, the I/O of its decisions: its deadline, its reads (bounded by it), the
+input it answers with its strategy, what it records, and its polling loop. The decisions are
+`WaitCore`'s (_wait_core.py): this shell feeds it events and does what each step says.
+`wait_task` runs one in the caller's thread (_wait.py); the group core (_group.py) drives many
+from one thread.
 
 The first terminal status a wait sees is its outcome, whatever the server says later. When the
 client closes, the wait's pause ends at once and it raises the channel's `closed_error()`.
+
+One thread at a time drives a wait (the caller's, the group's, or an input worker the group hands
+it to and takes it back from under the watch's lock); a 2025-era server's requests are answered
+on the delivery thread, which writes nothing of the wait's (_delivered.py).
 """
 
 from __future__ import annotations
@@ -15,23 +21,22 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import attrs
-
 from mcp_tasks._clock import Deadline, wait_sliced
-from mcp_tasks._errors import INTERNAL_ERROR, INVALID_PARAMS, REQUEST_TIMEOUT, McpError, TaskTimeout
-from mcp_tasks._input import declared_kinds, input_failure
+from mcp_tasks._errors import INVALID_PARAMS, REQUEST_TIMEOUT, McpError, TaskTimeout
+from mcp_tasks._input import declared_kinds
 from mcp_tasks._options import UNSET
 from mcp_tasks._redact import short_id
-from mcp_tasks._session._dispatch import error_response
 from mcp_tasks._session._turns import Until, waiting_until
 from mcp_tasks._status import Status, TaskState
-from mcp_tasks._tasks._contradiction import unsettled
+from mcp_tasks._tasks._delivered import DeliveredInput
 from mcp_tasks._tasks._options import WaitSettings
 from mcp_tasks._tasks._protocol import TaskProtocol, protocol_of
 from mcp_tasks._tasks._record import Recorder
-from mcp_tasks._tasks._schedule import expired, gone, interval_of
+from mcp_tasks._tasks._records import store_of
+from mcp_tasks._tasks._schedule import expired, gone
 from mcp_tasks._tasks._side import side_of
 from mcp_tasks._tasks._strategies import HandlersStrategy, ReturnStrategy
+from mcp_tasks._tasks._wait_core import Ask, Finish, Raise, ReadAgain, Replay, Send, Step, TakeLease, WaitCore
 from mcp_tasks._tracing import NO_TASK_TRACE, TaskTrace
 
 if TYPE_CHECKING:
@@ -44,13 +49,8 @@ log = logging.getLogger("mcp_tasks")
 T = TypeVar("T")
 
 
-def _fingerprint(status: Status) -> tuple[Any, ...]:
-    # lastUpdatedAt is left out: some servers move it on every read.
-    return (status.wire_status, status.status_message, sorted(status.input_requests), status.result, status.error)
-
-
 class TaskWait:
-    """The state of one wait."""
+    """One wait: the I/O of its `WaitCore` (see the module)."""
 
     def __init__(
         self,
@@ -59,29 +59,51 @@ class TaskWait:
         given: Status | None,
         settings: WaitSettings,
         trace: TaskTrace = NO_TASK_TRACE,
+        deadline: Deadline | None = None,
     ) -> None:
         self.client = client
         self.trace = trace  # the task's span (client.channel.tracing.task), when the client traces
         self.task_id = task_id
         self.settings = settings
-        self.deadline = Deadline(settings.timeout)
+        self.deadline = deadline or Deadline(settings.timeout)
         limit = settings.request_timeout
         self.request_limit: float | None = client.timeout if limit is UNSET else limit
-        self.answered: set[str] = set()
-        self.last: Status | None = given
-        self.seen: tuple[Any, ...] | None = None
-        self.just_answered = False
-        self.input_declined = False  # the strategy left some input unanswered: ask again later
-        self.terminal: Status | None = None  # the first terminal status seen: the outcome
+        self.core = WaitCore(
+            task_id,
+            given,
+            store=store_of(client, settings.store) is not None,
+            returns=isinstance(settings.input, ReturnStrategy),
+            timeout=settings.timeout,
+            poll_interval=settings.poll_interval,
+            min_poll_interval=settings.min_poll_interval,
+        )
         self.dropped = threading.Event()  # set (then `wake_turns()`) by whoever cancels the wait: its future
-        # 2025-era sessions: the server asks for input with requests of its own, answered on the
-        # thread that reads them; what stops the wait is kept here for the wait's thread.
-        self.stopped: Status | Exception | None = None
+        self.delivered = DeliveredInput(client, task_id, settings.input, trace, self._asking, lambda: self.core.last)
         self.follow_board = False  # a legacy listen: sleep until a status notification names the task
         self.mark = 0  # the board's count for the task before the last read
         self.protocol: TaskProtocol = self._bounded(lambda step: protocol_of(client.channel, step))
         self.meta = self.protocol.meta()  # merged once for every request of the wait
         self.recorder = Recorder.of(client, task_id, settings.store, self.deadline)
+
+    @property
+    def last(self) -> Status | None:
+        """The last status the wait took in."""
+        return self.core.last
+
+    @property
+    def terminal(self) -> Status | None:
+        """The first terminal status seen: the outcome."""
+        return self.core.terminal
+
+    @property
+    def input_declined(self) -> bool:
+        """The strategy left some input unanswered: ask again later."""
+        return self.core.declined
+
+    @property
+    def just_answered(self) -> bool:
+        """Input was just sent: read again soon."""
+        return self.core.soon
 
     # -- entry --------------------------------------------------------------------------------
 
@@ -99,43 +121,13 @@ class TaskWait:
         with self.answering():
             return self._poll(self._get())
 
-    # -- legacy input: the server's own requests ----------------------------------------------
-
-    def _answer_request(self, message: dict[str, Any]) -> dict[str, Any] | None:
-        """Answer a 2025-era server's input request about this task with the wait's input
-        strategy, as a pending request of the input_required status (keyed by the request's id).
-        When the strategy does not answer it, or fails, the server gets an error back and the
-        wait stops with that status (or raises that failure).
-        """
-        key = str(message.get("id"))
-        request = {"method": message.get("method"), "params": message.get("params", {})}
-        base = self.last or Status(task_id=self.task_id, status=TaskState.WORKING, era="legacy")
-        status = attrs.evolve(
-            base,
-            status=TaskState.INPUT_REQUIRED,
-            raw={**base.raw, "taskId": self.task_id, "status": TaskState.INPUT_REQUIRED.value},
-            input_requests={key: request},
-        )
-        try:
-            with self._asking():
-                responses = self.settings.input.answer(self.client, status, {key: request})
-            response = responses.get(key) if isinstance(responses, Mapping) else None
-            if responses is not None and not isinstance(response, dict):
-                returned = response if isinstance(responses, Mapping) else responses
-                raise input_failure(key, ("invalid_return", returned), status)
-        except Exception as exc:  # reaches the caller from the wait's own thread
-            return self._stop(exc, message, "The client could not answer this request")
-        if response is None:
-            return self._stop(status, message, "The client's wait returned without answering")
-        self.just_answered = True
-        self.trace.input_round(1)
-        return {"jsonrpc": "2.0", "id": message.get("id"), "result": response}
+    # -- input asked of a person, and the 2025-era delivery thread's news ----------------------
 
     def _asking(self) -> AbstractContextManager[None]:
         """While input is answered: a question waiting its turn to ask a person keeps to the
         wait's deadline (then `TaskTimeout`) and leaves when the client closes or `dropped` is set.
         """
-        return waiting_until(Until(self.deadline, self._timed_out, self._ended))
+        return waiting_until(Until(self.deadline, self.core.timed_out, self._ended))
 
     def _ended(self) -> BaseException | None:
         """The error that ends this wait now: the client closing, or the wait cancelled."""
@@ -145,17 +137,6 @@ class TaskWait:
         if self.dropped.is_set():
             return concurrent.futures.CancelledError(f"the wait on task {short_id(self.task_id)} was cancelled")
         return None
-
-    def _stop(self, why: Status | Exception, message: dict[str, Any], text: str) -> dict[str, Any]:
-        self.stopped = why
-        side_of(self.client.channel).board.publish(self.task_id)  # a legacy listen wakes at once
-        return error_response(message, McpError(INTERNAL_ERROR, text))
-
-    def _check_stopped(self) -> Status | None:
-        stopped = self.stopped
-        if isinstance(stopped, Exception):
-            raise stopped
-        return stopped
 
     # -- polling ------------------------------------------------------------------------------
 
@@ -168,14 +149,8 @@ class TaskWait:
             status = self._get()
 
     def _interval(self, status: Status) -> float:
-        if self.just_answered:
-            # The task was just given its input: look again soon rather than a full interval on.
-            self.just_answered = False
-            return self.settings.min_poll_interval
-        return self._poll_interval(status)
-
-    def _poll_interval(self, status: Status) -> float:
-        return interval_of(status, self.settings.poll_interval, self.settings.min_poll_interval)
+        self.delivered.drain(self.core)
+        return self.core.when(status)
 
     def _sleep(self, interval: float) -> None:
         left = self.deadline.remaining()  # read once for this step
@@ -188,73 +163,63 @@ class TaskWait:
         else:
             wait_sliced(closing, step)
         if closing.is_set():
-            raise self.client.channel.closed_error()
+            raise self._closed(self.client.channel.closed_error())
 
-    # -- observing one status -----------------------------------------------------------------
+    # -- observing one status: the core's steps carried out ------------------------------------
 
     def _observe(self, status: Status) -> Status | None:
         """Take in one status; the final Status when the wait is over, else None."""
-        stopped = self._check_stopped()
-        if stopped is not None:  # a legacy input request the strategy did not answer
-            self.last = stopped
-            self._notify(stopped)
-            return stopped
-        first = self.terminal
-        if first is not None:  # the outcome is decided; a later read may only bring its payload
-            if status.status is first.status and status.detailed and not first.detailed:
-                self.terminal = first = status
-                self.last = status
-                self._notify(status)
-            if not first.detailed:  # the read that was to bring its payload did not
-                raise unsettled(first, status)
-            return first
-        self.last = status
-        self.input_declined = False
-        self._notify(status)
-        if status.status is TaskState.INPUT_REQUIRED:
-            pending = {k: v for k, v in status.input_requests.items() if k not in self.answered}
-            if not pending:
-                if self.protocol.era == "legacy" and self._unanswered():
-                    return status  # the request waits on the server for a process that answers it
-                return None  # the server has not caught up with what this wait sent
-            if not self.recorder.may_answer():  # leased elsewhere (read only), or just taken (read again)
-                if not self.recorder.holding and isinstance(self.settings.input, ReturnStrategy):
-                    return status  # the caller asked for input_required back, whoever answers it
-                self.input_declined = True
-                self.just_answered = self.recorder.holding
+        self.delivered.drain(self.core)
+        self.core.lease_held(self.recorder.holding)
+        leaves = status.status is TaskState.INPUT_REQUIRED and self.protocol.era == "legacy" and self._unanswered()
+        return self._do(self.core.seen(status, leaves=leaves))
+
+    def _do(self, step: Step) -> Status | None:
+        """Carry out `step` and those that follow it: the final Status, None to read again."""
+        while True:
+            if step.tell is not None:
+                self._tell(step.tell, step.record)
+            then = step.then
+            if isinstance(then, ReadAgain):
                 return None
-            responses: dict[str, Any] | None = self.recorder.replay(pending)
-            if not responses:
-                with self._asking():
-                    responses = self.settings.input.answer(self.client, status, pending)
-            if responses is None:
-                return status
-            if not isinstance(responses, Mapping):
-                raise input_failure(None, ("invalid_return", responses), status.with_input_requests(pending))
-            if responses and self.recorder.send(responses, lambda: self._update(responses)):
-                self.answered.update(responses)
-                self.just_answered = True
-                self.trace.input_round(len(responses))
-            self.input_declined = any(key not in responses for key in pending)
-            return None
-        if status.terminal:
-            self.terminal = status
-            return status
-        return None
+            if isinstance(then, Finish):
+                if then.error is not None:
+                    raise then.error
+                return then.status
+            if isinstance(then, Raise):
+                raise then.error
+            try:
+                step = self._act(then)
+            except Exception as exc:  # a store, a strategy or a send that failed
+                step = self.core.failed(exc)
+
+    def _act(self, then: TakeLease | Replay | Ask | Send) -> Step:
+        core, recorder = self.core, self.recorder
+        if isinstance(then, TakeLease):
+            return core.took(recorder.take_now())
+        if isinstance(then, Replay):
+            return core.replayed(recorder.replay(then.pending))
+        if isinstance(then, Ask):
+            with self._asking():
+                return core.responses(self.settings.input.answer(self.client, then.status, then.pending))
+        responses = then.responses
+        done = recorder.send(responses, lambda: self._update(responses))
+        core.lease_held(recorder.holding)  # a lease that lapsed may have been taken again
+        if done:
+            self.trace.input_round(len(responses))
+        return core.sent(done)
 
     def _update(self, responses: Mapping[str, Any]) -> None:
         self._bounded(lambda step: self.protocol.update(self.task_id, responses, step, self.meta))
 
-    def _notify(self, status: Status, *, record: bool = True) -> None:
-        fingerprint = _fingerprint(status)
-        if fingerprint != self.seen:
-            self.seen = fingerprint
-            if record:
-                self.recorder.read(status)
-            log.debug("task %s is %s", short_id(self.task_id), status.wire_status)
-            self.trace.status(status)
-            if self.settings.on_status is not None:
-                self.settings.on_status(status)
+    def _tell(self, status: Status, record: Status | None) -> None:
+        if record is not None:
+            self.recorder.read(record)
+            self.core.lease_held(self.recorder.holding)  # an end may have taken it
+        log.debug("task %s is %s", short_id(self.task_id), status.wire_status)
+        self.trace.status(status)
+        if self.settings.on_status is not None:
+            self.settings.on_status(status)
 
     # -- requests bounded by the deadline -----------------------------------------------------
 
@@ -318,7 +283,7 @@ class TaskWait:
         """
         try:
             # A person may take a while to answer: the drive has the wait's deadline, no request's.
-            owner = self._answer_request
+            owner = self.delivered.answer
             result = self._bounded(lambda _: self.protocol.drive(self.task_id, self.deadline, self.meta, owner))
             if result is None:
                 return status
@@ -330,7 +295,10 @@ class TaskWait:
 
     def _stopped_or_raise(self) -> Status:
         """In an `except McpError`: the status the input left, when that is why the read failed."""
-        stopped = self._check_stopped()
+        self.delivered.drain(self.core)
+        stopped = self.core.stop
+        if isinstance(stopped, Exception):
+            raise stopped
         if stopped is None:
             raise  # the McpError being handled (this is called in its except block)
         return stopped
@@ -338,36 +306,40 @@ class TaskWait:
     def _bounded(self, send: Callable[[Deadline], T]) -> T:
         channel = self.client.channel
         if channel.closing.is_set():
-            raise channel.closed_error()
+            raise self._closed(channel.closed_error())
         if self.deadline.expired():
             raise self._timed_out()
         try:
             return send(self.deadline.within(self.request_limit))
         except McpError as exc:
             if channel.closing.is_set() and exc.kind == "transport":
-                raise channel.closed_error(exc) from exc  # the same error for every wait the close ends
+                raise self._closed(channel.closed_error(exc)) from exc  # the same error for every wait the close ends
             if exc.code == REQUEST_TIMEOUT and exc.kind == "transport" and self.deadline.expired():
                 raise self._timed_out() from exc
             raise
 
     def _timed_out(self) -> TaskTimeout:
-        assert self.settings.timeout is not None
-        return TaskTimeout(self.task_id, self.settings.timeout, self.last)
+        """The deadline passed: the core ends so (unless over already); the error to raise."""
+        self.core.deadline()
+        return self.core.timed_out()
+
+    def _closed(self, error: Exception) -> Exception:
+        """The client closed: the core ends so (unless over already); `error` is raised."""
+        self.core.closed(error)
+        return error
 
     # -- one task of many: the group core (_group.py) drives these ----------------------------
 
     def start(self, given: Status | None) -> Status | None:
         """Take in the status the wait starts from: the final Status when it is already over (a
         terminal one without its payload decides the outcome too: the next read fetches that).
+        on_status hears it; the store has it (the call that read it recorded it), or does not
+        keep the task: only an end is written again.
         """
         if given is None:
             return None
-        # on_status hears the status the wait starts from; the store has it (the call that read
-        # it recorded it), or does not keep the task: it is not written again.
-        self._notify(given, record=given.terminal)
-        if given.terminal:
-            self.terminal = given
-        return given if given.terminal and given.detailed else None
+        self.core.lease_held(self.recorder.holding)
+        return self._do(self.core.start(given))
 
     def observe(self, status: Status) -> Status | None:
         """Take in one status (input answered, on_status told): the final Status, or None."""
@@ -393,7 +365,7 @@ class TaskWait:
         """While this block runs, a 2025-era server's requests naming the task come to this wait."""
         if self.protocol.era == "modern":
             return nullcontext()
-        return side_of(self.client.channel).answering(self.task_id, self._answer_request)
+        return side_of(self.client.channel).answering(self.task_id, self.delivered.answer)
 
     def poll_interval(self, status: Status) -> float:
         """The interval before the next read: the task's own, or the wait's; floored."""

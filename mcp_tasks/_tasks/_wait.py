@@ -16,8 +16,10 @@ from mcp_tasks._options import UNSET
 from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status
 from mcp_tasks._tasks._group import Group
-from mcp_tasks._tasks._helpers import cancel_task, outcome, task_id_of
+from mcp_tasks._tasks._helpers import call_followed, cancel_task, follow_call, outcome, task_id_of
+from mcp_tasks._tasks._observer import progress_callback
 from mcp_tasks._tasks._options import CANCEL_BUDGET, WaitOptions, WaitSettings
+from mcp_tasks._tasks._progress_keeper import keeper_of
 from mcp_tasks._tasks._records import saved_ref
 from mcp_tasks._tasks._task_wait import TaskWait
 from mcp_tasks._tasks._watch import watch_of
@@ -47,7 +49,13 @@ def wait_task(client: Client, task: str | Status, **options: Unpack[WaitOptions]
     ``"handlers"`` (the client's input handlers), ``"return"``, a function of the status (pending
     requests only) returning the responses, or an object with ``answer(client, status,
     pending)``. `on_status` is called on this thread with the status the wait starts from (when
-    given one) and once for each change it sees. A task still running when the time is up keeps
+    given one) and once for each change it sees. `on_progress` is called with ``(progress,
+    total, message)``, first with the latest this client kept, then as the server reports it
+    (``notifications/progress`` with the token of the call that created the task: a 2025-11-25
+    task's whole life; a task resumed from elsewhere has none), on the client's progress thread
+    (``mcp_tasks-progress``, one call at a time), never this one, so a slow callback cannot
+    stall the wait; the wait returns after the calls for what came before its end. An
+    `on_status` with a ``progress`` method (`StatusDisplay`) is told too. A task still running when the time is up keeps
     running, unless ``cancel_on_timeout=True``: then the wait spends at most `CANCEL_BUDGET`
     (0.25 s) more asking the server to cancel it before raising `TaskTimeout`.
     """
@@ -76,11 +84,17 @@ def check_raise_on_error(value: object) -> None:
 
 
 def checked(
-    result: dict[str, Any], raise_on_error: bool, status: Status | None = None, tool: str | None = None
+    result: dict[str, Any],
+    raise_on_error: bool,
+    status: Status | None = None,
+    tool: str | None = None,
+    arguments: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """`result`, or `ToolError` when `raise_on_error` and the tool reported an error."""
+    """`result`, or `ToolError` (naming the call, when known) when `raise_on_error` and the tool
+    reported an error.
+    """
     if raise_on_error and result.get("isError") is True:
-        raise ToolError(result, status, tool)
+        raise ToolError(result, status, tool, arguments)
     return result
 
 
@@ -122,30 +136,46 @@ def call_and_await(
     returns its result at once. With ``raise_on_error=True``, a result with ``isError: true``
     (the tool's own error, such as an unknown tool name) raises `ToolError` instead.
     """
-    from mcp_tasks._tasks._helpers import start_call
-
     check_raise_on_error(raise_on_error)
     settings = WaitSettings.of(options, "call_and_await")  # bad options fail before the call is sent
     call = _call_options(call_opts)
-    timeout, meta, key = call.get("timeout", UNSET), call.get("meta"), call.get("key")
-    called = start_call(client, name, arguments, timeout=timeout, meta=meta, key=key, follow=settings.listen)
-    if isinstance(called, Status):
-        try:
-            final = _run(client, called, settings)
-        finally:
-            if settings.listen:  # followed since its creation: not beyond its wait, however it ended
-                watch_of(client.channel).unkeep([called.task_id])
-        return checked(outcome(final), raise_on_error, final, name)
-    return checked(called, raise_on_error, None, name)
+    meta = call.get("meta")
+    hears = progress_callback(settings.on_progress, settings.on_status)
+    with follow_call(client, meta, hears) as follow:  # from the call's own stream to the task's end
+        called = call_followed(
+            client,
+            name,
+            arguments,
+            follow,
+            timeout=call.get("timeout", UNSET),
+            meta=meta,
+            key=call.get("key"),
+            wanted=hears is not None,
+            keep=settings.listen,
+        )
+        if isinstance(called, Status):
+            try:
+                final = _run(client, called, settings, followed=follow.task_id == called.task_id)
+            finally:
+                if settings.listen:  # followed since its creation: not beyond its wait, however it ended
+                    watch_of(client.channel).unkeep([called.task_id])
+            return checked(outcome(final), raise_on_error, final, name, arguments)
+    return checked(called, raise_on_error, None, name, arguments)
 
 
-def _run(client: Client, task: str | Status, settings: WaitSettings) -> Status:
+def _run(client: Client, task: str | Status, settings: WaitSettings, *, followed: bool = False) -> Status:
     task_id = task_id_of(task)
+    hears = None if followed else progress_callback(settings.on_progress, settings.on_status)
     saved = saved_ref(client, task_id, settings.store, settings.timeout)  # read only when traced: a resume's link
-    with client.channel.tracing.task(task_id, saved) as trace:  # the wait's span, when the client traces
-        final = _waited(client, task, settings, trace)
-        trace.finish(final)
-        return final
+    follow = keeper_of(client.channel).follow(hears, task_id=task_id) if hears is not None else None
+    try:
+        with client.channel.tracing.task(task_id, saved) as trace:  # the wait's span, when the client traces
+            final = _waited(client, task, settings, trace)
+            trace.finish(final)
+            return final
+    finally:
+        if follow is not None:
+            follow.close()  # after the calls for what came before the end
 
 
 def _waited(client: Client, task: str | Status, settings: WaitSettings, trace: TaskTrace) -> Status:

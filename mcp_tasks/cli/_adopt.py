@@ -16,12 +16,13 @@ from typing import IO, TYPE_CHECKING, Any
 
 from mcp_tasks._errors import McpError
 from mcp_tasks._redact import short_id
-from mcp_tasks._tasks import TaskFuture, adopt
 from mcp_tasks.cli._help import HelpFormatter
 from mcp_tasks.cli._store import add_store_option, open_store
 
 if TYPE_CHECKING:
     from requests.auth import AuthBase
+
+    from mcp_tasks._tasks import TaskFuture
 
 __all__ = ["add_adopt_command", "run_adopt"]
 
@@ -69,6 +70,8 @@ def run_adopt(
     args: argparse.Namespace, auth: AuthBase | None, headers: Mapping[str, str] | None, out: IO[str] | None = None
 ) -> int:
     """Run ``adopt`` (lines on `out`, stdout by default): how many of the tasks adopted did not complete."""
+    from mcp_tasks._tasks import adopt  # (the parser, and so --help, loads no tasks code)
+
     out = out or sys.stdout
     if args.limit is not None and args.limit < 1:
         raise ValueError(f"--limit must be a positive number, got {args.limit}")

@@ -53,6 +53,18 @@ class Console:
         else:
             self.display(status)
 
+    def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        """The task's progress (from the client's progress thread): a bar on the live line, a
+        line on a pipe, a ``progress`` event with ``--json``.
+        """
+        if not self.json:
+            self.display.progress(progress, total, message)
+            return
+        fields: dict[str, Any] = {"progress": progress, "total": total, "message": message}
+        line = {"event": "progress", **{k: v for k, v in fields.items() if v is not None}}
+        sys.stderr.write(json_text(line) + "\n")
+        sys.stderr.flush()
+
     def say(self, event: str, text: str, **fields: object) -> None:
         """The `Prompter` side of `event`: what the interactive input handlers tell the person."""
         self.event(event, text, **fields)

@@ -32,9 +32,21 @@ from mcp_tasks._printable import printable
 from mcp_tasks._redact import redact_ids, short_id, shown_endpoint
 from mcp_tasks._status import Status
 from mcp_tasks._store import StoreError
-from mcp_tasks._tasks import await_task, call_tool, cancel_task, get_task, server_supports
+from mcp_tasks._tasks import WaitOptions, await_task, call_tool, cancel_task, get_task, resume, server_supports
 from mcp_tasks.cli._adopt import run_adopt
 from mcp_tasks.cli._auth import auth_of
+from mcp_tasks.cli._codes import (
+    EXIT_CANCELLED,
+    EXIT_ERROR,
+    EXIT_FAILED,
+    EXIT_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_NO_TASK,
+    EXIT_OK,
+    EXIT_TIMEOUT,
+    EXIT_TOOL_ERROR,
+    EXIT_USAGE,
+)
 from mcp_tasks.cli._console import Console
 from mcp_tasks.cli._detach import esc_detaches, leave, resume_hint
 from mcp_tasks.cli._hints import in_cli_terms
@@ -69,18 +81,9 @@ __all__ = [
     "EXIT_TOOL_ERROR",
     "EXIT_USAGE",
     "main",
+    "run",
 ]
 
-EXIT_OK = 0
-EXIT_TOOL_ERROR = 1
-EXIT_USAGE = 2
-EXIT_FAILED = 3
-EXIT_CANCELLED = 4
-EXIT_TIMEOUT = 5
-EXIT_INPUT = 6
-EXIT_ERROR = 7
-EXIT_NO_TASK = 8
-EXIT_INTERRUPTED = 130
 
 INTERRUPT_GRACE = 0.1
 """Seconds a stdio server is given to exit after Ctrl-C, once told, and again after SIGTERM."""
@@ -135,7 +138,7 @@ def _from_store(args: argparse.Namespace) -> None:
             f"task {short_id(ref.task_id)} ran on {ref.endpoint!r}, a server that lived in the process that started "
             "it: it cannot be resumed from here"
         )
-    args.target, args.task_id, args.tool = ref.endpoint, ref.task_id, ref.tool
+    args.target, args.task_id, args.tool, args.ref = ref.endpoint, ref.task_id, ref.tool, ref
     if getattr(args, "session", None) is None and ref.era == "legacy":
         args.session = ref.session_id
 
@@ -152,11 +155,13 @@ def _full_id(args: argparse.Namespace) -> str:
         if is_short_form(wanted) or names_store(args):
             raise
         return wanted  # a whole id needs no store: an unreadable default one is not this command's business
-    if any(ref.task_id == wanted for ref in refs):
+    whole = [ref for ref in refs if ref.task_id == wanted]
+    if whole:
+        args.tool, args.ref = whole[0].tool, whole[0]
         return wanted
     found = matching(wanted, refs, lambda ref: ref.task_id)
     if len(found) == 1:
-        args.tool = found[0].tool
+        args.tool, args.ref = found[0].tool, found[0]
         if getattr(args, "session", None) is None and found[0].era == "legacy":
             args.session = found[0].session_id
         return found[0].task_id
@@ -193,28 +198,32 @@ def _tool_failed(console: Console, error: ToolError) -> int:
 
 
 def _wait(args: argparse.Namespace, client: Client, console: Console, task: str | Status, state: dict[str, str]) -> int:
+    ref = getattr(args, "ref", None)  # the store's record: its questions name its call, as resume()'s do
     try:
         with esc_detaches(args, console):
-            result = await_task(
-                client,
-                task,
-                timeout=args.timeout,
-                poll_interval=args.poll_interval,
-                listen=args.listen,
-                on_status=console.status,
-                raise_on_error=True,
-            )
+            options: WaitOptions = {
+                "timeout": args.timeout,
+                "poll_interval": args.poll_interval,
+                "listen": args.listen,
+                "on_status": console.status,
+                "on_progress": console.progress,
+            }
+            if ref is not None and ref.task_id == task:
+                result = resume(ref, client=client, raise_on_error=True, **options)
+            else:
+                result = await_task(client, task, raise_on_error=True, **options)
     except ToolError as error:
         state.pop("unfinished", None)
         tool = getattr(args, "tool", None)
-        return _tool_failed(console, ToolError(error.result, error.status, tool) if tool else error)
+        arguments = ref.arguments if ref is not None else getattr(args, "called_with", None)
+        return _tool_failed(console, ToolError(error.result, error.status, tool, arguments) if tool else error)
     state.pop("unfinished", None)
     console.result(result)
     return EXIT_OK
 
 
 def _call(args: argparse.Namespace, client: Client, console: Console, state: dict[str, str]) -> int:
-    arguments = _arguments(args.arguments)
+    arguments = args.called_with = _arguments(args.arguments)
     called = call_tool(client, args.tool, arguments)
     if not isinstance(called, Status):
         if args.detach:
@@ -223,7 +232,7 @@ def _call(args: argparse.Namespace, client: Client, console: Console, state: dic
                 "The tool ran synchronously (the server made no task): its result is on stdout, not a task id.",
             )
         if called.get("isError") is True:
-            return _tool_failed(console, ToolError(called, None, args.tool))
+            return _tool_failed(console, ToolError(called, None, args.tool, arguments))
         console.result(called)
         return EXIT_OK
     state["task_id"] = called.task_id
@@ -341,7 +350,11 @@ def _timed_out(args: argparse.Namespace, state: dict[str, str], error: TaskTimeo
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (see ``mcp-tasks --help``)."""
-    args = build_parser().parse_args(argv)
+    return run(build_parser().parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the command `args` parsed into; returns the exit code."""
     if args.command == "demo":
         from mcp_tasks.cli._demo import run_demo
 

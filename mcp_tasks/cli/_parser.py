@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from mcp_tasks._tasks import DEFAULT_POLL_INTERVAL
+from mcp_tasks._tasks._defaults import DEFAULT_POLL_INTERVAL
 from mcp_tasks._version import __version__
 from mcp_tasks.cli._adopt import add_adopt_command
 from mcp_tasks.cli._help import HelpFormatter

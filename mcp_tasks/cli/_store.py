@@ -13,16 +13,18 @@ import os
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, TYPE_CHECKING, Any, Literal
 
+from mcp_tasks._call_text import call_text
 from mcp_tasks._printable import printable
 from mcp_tasks._redact import shown_endpoint
-from mcp_tasks._store import Intent, TaskRef, TaskStore, default_store_path
-from mcp_tasks._store import open_store as open_location
 from mcp_tasks._store._error import StoreError
-from mcp_tasks._store._location import store_location
-from mcp_tasks._store._sqlite import STORE_ENV
+from mcp_tasks._store._location import STORE_ENV, store_location
+from mcp_tasks._store._sqlite_file import default_store_path
 from mcp_tasks.cli._ids import pick, shown_ids
+
+if TYPE_CHECKING:  # (the parser, and so --help, loads no store)
+    from mcp_tasks._store import Intent, TaskRef, TaskStore
 
 __all__ = [
     "add_store_option",
@@ -60,6 +62,8 @@ def open_store(args: argparse.Namespace) -> TaskStore:
     opened: TaskStore | None = getattr(args, "store_kept", None)
     if opened is not None:
         return opened
+    from mcp_tasks._store import open_store as open_location
+
     try:
         opened = open_location(getattr(args, "store", None))
     except ValueError as exc:  # its text never quotes the location: it may hold a password
@@ -204,10 +208,10 @@ def _listed_intent(intent: Intent) -> dict[str, Any]:
 
 def list_tasks(store: TaskStore | None, out: IO[str], *, form: Literal["table", "json", "jsonl"] = "table") -> int:
     """Write the store's unfinished tasks to `out`, oldest first: a table (id in both-ends form,
-    tool, endpoint, age, last status), one JSON array (``json``: full ids, times in ISO 8601 UTC),
-    or each task's JSON on a line of its own (``jsonl``); then the calls started whose task id was
-    never recorded (``started, id never recorded``, with their key; ``taskId`` null in JSON).
-    Returns how many (none with no store: the default file, not made yet).
+    tool and its arguments in short, endpoint, age, last status), one JSON array (``json``: full
+    ids, times in ISO 8601 UTC), or each task's JSON on a line of its own (``jsonl``); then the
+    calls started whose task id was never recorded (``started, id never recorded``, with their
+    key; ``taskId`` null in JSON). Returns how many (none with no store: the default file, not made yet).
     """
     refs = store.unfinished() if store is not None else []
     intents = _unrecorded(store) if store is not None else []
@@ -221,7 +225,8 @@ def list_tasks(store: TaskStore | None, out: IO[str], *, form: Literal["table", 
     rows = []
     for ref in refs:
         status = ref.last_status.wire_status if ref.last_status is not None else "-"
-        cells = (shown[ref.task_id], ref.tool or "-", shown_endpoint(ref.endpoint), _age(now - ref.created_at), status)
+        called = call_text(ref.tool, ref.arguments) or "-"  # the tool and its arguments in short
+        cells = (shown[ref.task_id], called, shown_endpoint(ref.endpoint), _age(now - ref.created_at), status)
         rows.append(tuple(printable(cell) for cell in cells))
     for intent in intents:
         key, endpoint, age = f"key {intent.key}", shown_endpoint(intent.endpoint), _age(now - intent.created_at)

@@ -64,9 +64,18 @@ def words(text: str) -> list[str]:
     return text.split()
 
 
+class Helps(dict[tuple[int, str], str]):
+    """Each help is read the first time a test asks for it, so a test's timeout covers its own reads only."""
+
+    def __missing__(self, key: tuple[int, str]) -> str:
+        columns, command = key
+        self[key] = help_at(columns, *command.split())
+        return self[key]
+
+
 @pytest.fixture(scope="module")
 def helps() -> dict[tuple[int, str], str]:
-    return {(columns, " ".join(command)): help_at(columns, *command) for columns in WIDTHS for command in COMMANDS}
+    return Helps()
 
 
 @pytest.mark.parametrize("columns", WIDTHS)

@@ -88,9 +88,10 @@ def test_a_set_is_one_updating_output_and_two_questions_come_one_after_the_other
     assert "4/5 done, 1 failed" in shown["data"]["text/plain"], shown
     assert "<progress value='5' max='5'>" in shown["data"]["text/html"]
     assert "4/5 tasks over" not in shown["data"]["text/html"] and "5/5 tasks over" in shown["data"]["text/html"]
-    # The questions: each names its task, asked whole (the prompt follows its own header).
+    # The questions: each names its task by its call, asked whole (the prompt follows its own header).
     text = "".join(o.get("text", "") for o in batch.outputs if o["output_type"] == "stream")
-    headers = re.findall(r"\[(ask \S+…\S+)\] The server asks: Tell me, (\w+)", text)
+    headers = re.findall(r'\[ask \{"who": "(\w+)"\} \S+…\S+\] The server asks: Tell me, (\w+)', text)
+    assert all(called == who for called, who in headers), text  # each names its call
     assert [who for _, who in headers] in (["first", "second"], ["second", "first"]), text
     assert sorted(client.prompts) == [
         f"Tell me, {who} — name [string] (empty to decline): " for who in ("first", "second")

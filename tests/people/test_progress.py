@@ -1,7 +1,7 @@
 """Many tasks as a person sees them: `StatusDisplay` and `SetProgress` given to `wait_all`,
 `as_completed`, `wait_any` and a batch of futures show the set (counts by state, the failures by
-short id, the latest message); questions from several tasks name their task and are asked one
-whole form at a time, the live line holding still meanwhile.
+their call and short id, the latest message); questions from several tasks name their task by its
+call and are asked one whole form at a time, the live line holding still meanwhile.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ class Tools:
         self.gate(n).wait(60)
         return {"n": n}
 
-    def boom(self, ctx: Any) -> dict[str, Any]:
+    def boom(self, ctx: Any, report: str = "", api_key: str = "") -> dict[str, Any]:
         raise RuntimeError("boom on purpose")
 
     def oops(self, ctx: Any) -> dict[str, Any]:
@@ -106,7 +106,8 @@ def test_set_progress_counts_every_state_and_names_the_failures(tools: Tools) ->
             tools.gate(2).set()
 
     with mt.Client.direct(tools.server) as client:
-        tasks = [started(client, "step", {"n": 1}), started(client, "step", {"n": 2}), started(client, "boom")]
+        tasks = [started(client, "step", {"n": 1}), started(client, "step", {"n": 2})]
+        tasks.append(started(client, "boom", {"report": "q3", "api_key": "sk-live-0123456789"}))
         tasks.append(started(client, "oops"))
         finals = mt.wait_all(client, [*tasks, MISSING], timeout=30, on_status=mt.SetProgress(watch))
     assert isinstance(finals[-1], mt.FailedWait)
@@ -115,7 +116,11 @@ def test_set_progress_counts_every_state_and_names_the_failures(tools: Tools) ->
     assert (last.total, last.completed, last.failed, last.cancelled, last.working) == (5, 2, 3, 0, 0)
     assert last.finished and last.counts() == "2/5 done, 3 failed"
     boom, oops = tasks[2].task_id, tasks[3].task_id
-    assert set(last.failures) == {short_id(i) for i in (boom, oops, MISSING)}
+    # Each failure named by its call (a secret-looking value hidden), or its short id when unknown.
+    named = {f'boom {{"report": "q3", "api_key": "***"}} {short_id(boom)}', f"oops {short_id(oops)}"}
+    assert set(last.failures) == named | {short_id(MISSING)}
+    assert f'boom {{"report": "q3", "api_key": "***"}} {short_id(boom)}' in str(last)
+    assert all("sk-live" not in str(s) for s in seen)
     assert [s.over for s in seen] == sorted(s.over for s in seen)
     assert any(re.fullmatch(r"\S+…\S+: step \d under way", s.latest or "") for s in seen)
     assert all(boom not in str(s) and MISSING not in str(s) for s in seen)  # short ids only
@@ -179,7 +184,10 @@ def test_a_batch_of_futures_is_counted_to_its_end(tools: Tools) -> None:
             futures[2].result(timeout=30)
     snapshot = progress.snapshot()
     assert (snapshot.total, snapshot.completed, snapshot.failed, snapshot.working) == (4, 3, 1, 0)
-    assert snapshot.failures == (short_id(futures[2].task_id),)
+    assert snapshot.failures == (f"boom {short_id(futures[2].task_id)}",)
+    first = futures[0]
+    assert (first.tool, first.arguments, futures[2].arguments) == ("step", {"n": 1}, None)
+    assert first.label == f'step {{"n": 1}} {short_id(first.task_id)}' and futures[3].label == "inline"
 
 
 def test_a_callback_must_be_callable() -> None:
@@ -234,10 +242,10 @@ def test_two_tasks_asking_at_once_are_asked_one_after_the_other_each_named(tools
         futures = [mt.submit(client, "ask", {"who": who}, on_status=show) for who in ("first", "second")]
         results = [f.result(timeout=30)["structuredContent"] for f in futures]
     text = tty.getvalue()
-    headers = re.findall(r"\[(ask \S+)\] The server asks: Tell me, (\w+)", text)
+    headers = re.findall(r'\[ask \{"who": "(\w+)"\} (\S+)\] The server asks: Tell me, (\w+)', text)
     ids = {short_id(f.task_id): f for f in futures}
-    assert sorted(who for _, who in headers) == ["first", "second"]
-    assert all(label.split()[1] in ids for label, _ in headers)
+    assert sorted(who for _, _, who in headers) == ["first", "second"]
+    assert all(short in ids and ids[short].arguments == {"who": who} for who, short, _ in headers)
     # Each form is asked whole: its two fields, before the other task's header.
     questions = re.findall(r"Tell me, (\w+)|  (name|age) \[", text)
     flat = [who or field for who, field in questions]

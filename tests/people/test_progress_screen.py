@@ -30,9 +30,11 @@ def test_a_set_and_two_questions_in_a_terminal(tmp_path: Path, columns: int) -> 
     assert code == 0, screen.seen
     report = json.loads(out)
     text = screen.seen.decode(errors="replace")
-    # Each question names its task (tool and short id) and is asked whole before the next.
-    headers = re.findall(r"\[(ask \S+…\S+)\] The server asks: Tell me, (\w+)", text)
-    assert len(headers) == 2 and {who for _, who in headers} == {"first", "second"}, text
+    # Each question names its task (its call and short id) and is asked whole before the next.
+    headers = re.findall(r'\[(ask \{"who": "(\w+)"\} \S+…\S+)\] The server asks: Tell me, (\w+)', text)
+    assert len(headers) == 2 and all(called == who for _, called, who in headers), text
+    headers = [(label, who) for label, _, who in headers]
+    assert {who for _, who in headers} == {"first", "second"}, text
     first, second = headers[0][1], headers[1][1]
     results = {r["who"]: (r.get("name"), r.get("age")) for r in report["results"] if "who" in r}
     assert results == {first: ("Ada", 36), second: ("Bob", 41)}
@@ -48,7 +50,8 @@ def test_a_set_and_two_questions_in_a_terminal(tmp_path: Path, columns: int) -> 
     final = shown[-1] if shown[-1] else shown[-2]
     assert final.startswith("[") and "4/5 done, 1 failed" in final, shown
     assert len([line for line in shown if "4/5 done" in line]) == 1, shown  # the last line, written once
-    if columns == 200:
-        assert f"failed: {report['failed']}" in final, final
+    assert "tok-0123" not in text  # the token the failed call was given is never shown
+    if columns == 200:  # the failure named by its call, the token hidden
+        assert f'failed: boom {{"report": "q3", "token": "***"}} {report["failed"]}' in final, final
     if columns == 40:
         print("\n".join(shown))  # the session, as the terminal shows it (pytest -s)

@@ -46,7 +46,7 @@ def ask(ctx: Any, who: str) -> dict[str, Any]:
 
 
 @server.tool(task="required")
-def boom(ctx: Any) -> dict[str, Any]:
+def boom(ctx: Any, report: str, token: str) -> dict[str, Any]:
     raise RuntimeError("boom on purpose")
 
 
@@ -55,7 +55,7 @@ def main() -> None:
     with mt.Client.direct(server, input_handlers=mt.InputHandlers.interactive()) as client:
         with mt.StatusDisplay(tick=0) as show:
             futures = [mt.submit(client, "step", {"n": n}, on_status=show) for n in (1, 2)]
-            futures.append(mt.submit(client, "boom", on_status=show))
+            futures.append(mt.submit(client, "boom", {"report": "q3", "token": "tok-0123456789"}, on_status=show))
             futures += [mt.submit(client, "ask", {"who": who}, on_status=show) for who in ("first", "second")]
             concurrent.futures.wait(futures, timeout=120)
         results = [f.result()["structuredContent"] for f in futures if f.exception() is None]

@@ -72,6 +72,29 @@ def test_a_future_cancelled_from_another_thread_while_others_await_it(harness: H
     assert not future.cancel()  # already done
 
 
+def test_cancel_is_a_cancel_when_the_driver_reads_the_cancelled_task_first(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The driver may read the task cancelled between `cancel()`'s tasks/cancel and its own
+    read: the future is then cancelled as its owner asked, not failed with `TaskCancelled`.
+    """
+    import mcp_tasks._tasks._driver as driver
+
+    client = harness.client(server={"poll_interval": 0.05})
+    future = mt.submit(client, "slow_compute", {"block": True, "gate": "never"})
+    read = mt.get_task
+
+    def read_once_the_driver_has(client: mt.Client, task_id: str) -> mt.Status:
+        concurrent.futures.wait([future], timeout=30)  # the interleaving that raced: driver first
+        return read(client, task_id)
+
+    monkeypatch.setattr(driver, "get_task", read_once_the_driver_has)
+    assert future.cancel()
+    assert future.cancelled()
+    with pytest.raises(concurrent.futures.CancelledError):
+        future.result(timeout=0)
+
+
 def test_close_fails_pending_futures_and_leaves_no_thread(harness: Harness) -> None:
     client = harness.client(server={"poll_interval": 600})
     future = mt.submit(client, "slow_compute", {"block": True, "gate": "never"})

@@ -47,7 +47,9 @@ def test_call_and_await_raises_tool_error_carrying_the_result(server: Server) ->
     assert error.result["isError"] is True and error.result["content"][0]["text"] == "no such report: q9"
     assert error.status is not None and error.status.status is mt.TaskState.COMPLETED
     assert error.tool == "refuse"
-    assert str(error) == f"Tool 'refuse' (task {short_id(error.status.task_id)}) reported an error: no such report: q9"
+    assert error.arguments == {"report": "q9"}  # the call named in the message
+    shown = f"""Tool 'refuse' {{"report": "q9"}} (task {short_id(error.status.task_id)})"""
+    assert str(error) == f"{shown} reported an error: no such report: q9"
     assert error.status.task_id not in repr(error)
     assert fine["structuredContent"] == {"report": "q3"}
 
@@ -63,7 +65,7 @@ def test_await_task_and_resume_raise_it_too(server: Server, tmp_path: Path) -> N
             second = mt.call_tool(client, "refuse", {"report": "q2"})
         assert isinstance(second, mt.Status)
         (ref,) = [r for r in store.unfinished() if r.task_id == second.task_id]
-        with pytest.raises(mt.ToolError, match=r"Tool 'refuse'.*no such report: q2") as caught:
+        with pytest.raises(mt.ToolError, match=r"""Tool 'refuse' \{"report": "q2"\} .*no such report: q2""") as caught:
             mt.resume(ref, store=store, timeout=60, raise_on_error=True)
     assert caught.value.result["isError"] is True
     assert store.unfinished() == []  # the end was recorded before it raised
@@ -89,5 +91,8 @@ def test_a_tool_error_without_a_task_and_bad_values() -> None:
 def test_the_message_of_a_result_without_text() -> None:
     error = mt.ToolError({"content": [{"type": "image", "data": "", "mimeType": "image/png"}], "isError": True})
     assert str(error) == "The tool reported an error: (its result has no text)"
+    result = {"content": [{"type": "text", "text": "no"}], "isError": True}
+    called = mt.ToolError(result, None, "login", {"user": "ann", "password": "hunter2"})
+    assert str(called) == """Tool 'login' {"user": "ann", "password": "***"} reported an error: no"""
     long = mt.ToolError({"content": [{"type": "text", "text": "x" * 5000}], "isError": True})
     assert len(str(long)) < 2100 and long.result["content"][0]["text"] == "x" * 5000
