@@ -77,6 +77,7 @@ def latencies(client: mt.Client, listen: bool, tasks: int, after: float = 0.0) -
     """Seconds from each task's completion on the server to await_task returning; the gate opens
     `after` seconds after the wait is set up."""
     found = []
+    timers: list[threading.Timer] = []
     for n in range(tasks):
         name = f"{'listen' if listen else 'poll'}-{n}"
         task = mt.call_tool(client, "gated", {"name": name})
@@ -90,11 +91,14 @@ def latencies(client: mt.Client, listen: bool, tasks: int, after: float = 0.0) -
                     timer = threading.Timer(after, lambda: client.call_tool("release", {"name": name}))
                     timer.daemon = True
                     timer.start()
+                    timers.append(timer)
                 else:
                     client.call_tool("release", {"name": name})
 
         result = mt.await_task(client, task, listen=listen, timeout=30, on_status=open_gate)
         found.append(time.monotonic() - result["structuredContent"]["done_at"])
+    for timer in timers:
+        timer.join()  # its release call answered (the wait may hear the end before that answer)
     return found
 
 

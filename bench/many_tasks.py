@@ -20,8 +20,9 @@ tool reports time.monotonic(), one clock for every process on Linux), client CPU
 the client CPU ratio and the wall ratio (from the start to the last result) against `threads`,
 peak library threads (``mcp_tasks-*``), ``tasks/get``
 per task, open connections at the peak (HTTP: TCP connections to the server, sampled from
-/proc/net/tcp; stdio: the one pipe), and the waits that failed (`errors`: a server overloaded by
-thousands of polling threads resets connections and leaves requests unanswered). The server
+/proc/net/tcp; stdio: the one pipe), the waits that failed (`errors`: a server overloaded by
+thousands of polling threads resets connections and leaves requests unanswered), and the listen
+streams the client opened (`streams`, merges included). The server
 suggests polling every 500 ms. The machine may be shared: compare rows of one run, not runs.
 """
 
@@ -44,6 +45,7 @@ sys.path.insert(0, str(ROOT))
 
 import mcp_tasks as mt  # noqa: E402
 from bench._results import Results  # noqa: E402
+from mcp_tasks._tasks._watch import watch_of  # noqa: E402
 from mcp_tasks.server import Server, ToolContext  # noqa: E402
 
 POLL_INTERVAL = 0.5
@@ -238,6 +240,7 @@ def run(transport: str, way: str, size: int, seconds: float) -> dict[str, float]
         ended = time.monotonic()
         cpu = time.process_time() - cpu
         threads = peak.stop()
+        opens = watch_of(client.channel).opens
         gets = client.call_tool("count")["structuredContent"].get("tasks/get", 0) - before
         failed = sum(isinstance(r, Exception) for r in results)
         ideal = max(r["structuredContent"]["done_at"] for r in results if not isinstance(r, Exception))
@@ -250,6 +253,7 @@ def run(transport: str, way: str, size: int, seconds: float) -> dict[str, float]
             "gets": gets / size,
             "connections": peak.connections,
             "errors": failed,
+            "opens": opens,
         }
     finally:
         client.close()
@@ -269,7 +273,7 @@ def main() -> None:
     print(
         f"{'transport':9} {'N':>6} {'way':8} {'ideal s':>8} {'late s':>7} {'cpu ms/task':>11} {'cpu/threads':>11} "
         f"{'wall/threads':>12} "
-        f"{'threads':>7} {'gets/task':>9} {'conns':>5} {'errors':>6}"
+        f"{'threads':>7} {'gets/task':>9} {'conns':>5} {'errors':>6} {'streams':>7}"
     )
     for transport in args.transports.split(","):
         for size in map(int, args.sizes.split(",")):
@@ -282,7 +286,7 @@ def main() -> None:
                 print(
                     f"{transport:9} {size:6} {way:8} {row['ideal']:8.2f} {row['late']:7.2f} {row['cpu_ms']:11.3f} "
                     f"{ratio:>11} {walls:>12} {row['threads']:7.0f} {row['gets']:9.2f} {row['connections']:5.0f} "
-                    f"{row.get('errors', 0):6}",
+                    f"{row.get('errors', 0):6} {row.get('opens', float('nan')):7.0f}",
                     flush=True,
                 )
                 results.add(

@@ -85,7 +85,15 @@ def submit(
     follow = follow_call(client, meta, on_progress)
     try:
         called = call_followed(
-            client, name, arguments, follow, timeout=timeout, meta=meta, key=key, wanted=on_progress is not None
+            client,
+            name,
+            arguments,
+            follow,
+            timeout=timeout,
+            meta=meta,
+            key=key,
+            wanted=on_progress is not None,
+            keep=listen,
         )
     except BaseException:
         follow.close()

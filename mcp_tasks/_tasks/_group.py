@@ -139,6 +139,8 @@ class Group:
             self.watch.want(self.inbox, streamed, stream=True, scopes=scopes)
         if cued:
             self.watch.want(self.inbox, cued, stream=False)
+        if not listen:
+            self.watch.unkeep(ids)  # polled: their streams (from their creation) are let go
         self._free()
         return added
 

@@ -18,6 +18,7 @@ from mcp_tasks._tasks._intent import Started, abandon, begin, joined, kept_statu
 from mcp_tasks._tasks._progress_keeper import PROGRESS_TOKEN, Follow, OnProgress, keeper_of
 from mcp_tasks._tasks._protocol import TaskProtocol, protocol_of
 from mcp_tasks._tasks._records import record_created, record_status, store_of
+from mcp_tasks._tasks._watch import watch_of
 
 if TYPE_CHECKING:
     from mcp_tasks._client import Client
@@ -82,6 +83,7 @@ def call_tool(
     timeout: float | None = UNSET,
     meta: Mapping[str, Any] | None = None,
     key: str | None = None,
+    follow: bool = True,
 ) -> Status | dict[str, Any]:
     """Call a tool with tasks declared: a `Status` when the server made it a task, the
     CallToolResult dict when the tool ran synchronously. On a 2025-11-25 session the call is
@@ -97,9 +99,17 @@ def call_tool(
     one store and endpoint): a key already recorded returns that call's task (its last status
     kept) or its kept result, never calling the tool again; `OutcomeUnknown` when that call's
     task id was never recorded; `ValueError` when the key was used for another tool or arguments.
+
+    `follow`: on a 2026-07-28 server with ``subscriptions/listen``, the client's shared stream
+    follows the task from now on, so that a wait begun later (`wait_all` once a batch is made, say)
+    already knows what happened meanwhile, with no read for a task that ended; it is let go once a
+    wait takes it, or after a while when none does. False: not followed until a wait wants it (a
+    task no wait of this client will want, or only a polling one).
     """
-    with follow_call(client, meta, None) as follow:
-        return call_followed(client, name, arguments, follow, timeout=timeout, meta=meta, key=key)
+    if not isinstance(follow, bool):
+        raise TypeError(f"follow must be True or False, got {type(follow).__name__}")
+    with follow_call(client, meta, None) as progress:
+        return call_followed(client, name, arguments, progress, timeout=timeout, meta=meta, key=key, keep=follow)
 
 
 def follow_call(client: Client, meta: object, on_progress: OnProgress | None) -> Follow:
@@ -123,9 +133,12 @@ def call_followed(
     meta: Mapping[str, Any] | None = None,
     key: str | None = None,
     wanted: bool = False,
+    keep: bool = True,
 ) -> Status | dict[str, Any]:
     """`call_tool`, its progress under `follow`'s token (sent on any call when `wanted`, on one
-    that may make a task otherwise); `follow` bound to the task it makes.
+    that may make a task otherwise); `follow` bound to the task it makes. `keep`: the client's
+    shared watch follows the task from its creation until a wait takes it (_watch.py); False for
+    a call whose wait is known to poll.
     """
     if not isinstance(name, str) or not name:
         raise ValueError(f"tool name must be a non-empty string, got {name!r}")
@@ -146,6 +159,8 @@ def call_followed(
         raise
     if isinstance(called, Status):
         follow.bind(called.task_id)  # its progress is kept for later waits
+        if keep and called.era == "modern" and not called.terminal:
+            watch_of(client.channel).keep([called.task_id])  # followed from now on (see _watch.py)
         remember_tool(client, called.task_id, name, arguments)  # its questions name it
     if begun is not None:
         joined(client, begun, deadline, called, name, arguments)

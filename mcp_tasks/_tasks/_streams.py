@@ -3,8 +3,9 @@ watch (_watch.py, which adds the waits' side and the news): it gathers the ids t
 opens a stream for them (reading its acknowledgement itself) or merges them with the open one (the
 old one still read for a moment, `Linger`, before the new one's reader starts), follows a `Plan`
 when a listen is refused (a server's cap on ids per stream, `StreamCap`, or ids it refuses: _cap.py),
-closes the streams no wait wants, and reads what a new stream calls for (`CatchUp`). See _watch.py's
-docstring for the whole.
+closes the streams no wait wants, and reads what a new stream calls for (`CatchUp`); when to place
+the ids is `Gather`'s decision (_gather.py), when to let go of ids kept for no wait `Kept`'s
+(_kept.py). See _watch.py's docstring for the whole.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from mcp_tasks._clock import Deadline, wait_condition
 from mcp_tasks._errors import METHOD_NOT_FOUND, McpError
 from mcp_tasks._session._subscription import Event, Subscription
 from mcp_tasks._tasks._cap import MAX_STREAMS, Plan, Refusal, StreamCap, refusal
+from mcp_tasks._tasks._gather import GATHER, MERGE_GATHER, Gather
+from mcp_tasks._tasks._kept import Kept
 from mcp_tasks._tasks._news import READ, CatchUp, Inbox, Linger, News, Stream
 from mcp_tasks._tasks._protocol import TaskProtocol, protocol_of
 
@@ -33,10 +36,6 @@ log = logging.getLogger("mcp_tasks")
 
 MAX_REOPENS = 3
 MAX_OPEN_FAILURES = 3
-GATHER = 0.02
-"""Seconds new ids are gathered before a stream is opened for them (10,000 creations, few opens)..."""
-MERGE_GATHER = 0.25
-"""...and before the open streams are merged with them into one (a larger stream, reopened less often)."""
 OPEN_TIMEOUT = 10.0
 
 
@@ -67,6 +66,10 @@ class Streams:
         self._catch = CatchUp()
         self._scopes: dict[str, Callable[[], AbstractContextManager[None]]] = {}
         self._context: contextvars.Context | None = None
+        self._gather = Gather()
+        self._urgent = False  # a wait wants some id to place (else only the keeper does)
+        self._kept = Kept()  # ids of tasks made here that no wait wants yet (see _kept.py)
+        self._keeper = Inbox(self.lock)  # what the streams said of them (nobody takes it)
 
     # -- what the watch does with news (_watch.py) ----------------------------------------------
 
@@ -76,33 +79,42 @@ class Streams:
     def _event(self, stream: Stream, event: Event) -> None:
         raise NotImplementedError
 
+    def _let_go(self, ids: list[str]) -> None:
+        raise NotImplementedError
+
     # -- the manager thread -------------------------------------------------------------------
 
     def _manage(self) -> None:
-        noticed: float | None = None  # when the ids to place were first seen (a linger may hold them)
         while not self._stop.is_set():
             with self.changed:
+                now = time.monotonic()
+                self._let_go(self._kept.due(now))
                 self._end_lingering()
                 closing, self._closing = self._closing, []
                 starting, self._starting = self._starting, []
                 placing = self._may_place()
-                if self._unplaced and noticed is None:
-                    noticed = time.monotonic()
-                if not closing and not starting and not placing and not self._catch.due:
+                if self._unplaced:
+                    self._gather.notice(now)  # (a linger may hold them)
+                gather = self._gather_for(now) if placing else 0.0
+                if not closing and not starting and (gather > 0 if placing else not self._catch.due):
                     if not self._stop.is_set():  # read under the lock: `close` notifies under it
-                        wait_condition(self.changed, min((x.until for x in self._lingering), default=None))
+                        wakes = [x.until for x in self._lingering] + ([now + gather] if placing else [])
+                        kept = self._kept.next()
+                        wakes += [] if kept is None else [kept]
+                        wait_condition(self.changed, min(wakes, default=None))  # (a wait's id cuts it short)
                     continue
             self._shut(closing)  # (a lingering stream's reader is joined before its successor's starts)
             self._start(starting)
             if not placing:
                 self._catch_up()
                 continue
-            gather = GATHER if len(self._streams) < self._cap.streams() else MERGE_GATHER
-            self._stop.wait(max((noticed or 0.0) + gather - time.monotonic(), 0.0))  # (gathered while one lingered)
-            noticed = None
+            if gather > 0:
+                continue  # gathering on (what was to close or start is done)
+            self._gather.placed()
             with self.changed:
                 batch = set(self._unplaced)
                 self._unplaced.clear()
+                self._urgent = False
                 context, self._context = self._context, None
                 streams = len(self._streams)
                 merged = set(self._streamed)  # wanted ids on the open streams
@@ -115,6 +127,12 @@ class Streams:
                 run(self._place, Plan(batch, merged, streams, self._cap))
             else:
                 self._place(Plan(batch, (), streams, self._cap))  # no room: polled
+
+    def _gather_for(self, now: float) -> float:
+        """Seconds to gather the ids waiting for a stream on (the lock held): `Gather`'s say."""
+        capped = self._cap.value is not None
+        streams, room = len(self._streams), self._cap.streams()
+        return self._gather.wait(now, streams=streams, room=room, capped=capped, waited=self._urgent)
 
     def _catch_up(self) -> None:
         """Read tasks a new stream took, the oldest first, while their waits read them too
@@ -268,7 +286,8 @@ class Streams:
                 stream.live += 1
                 if was is None:
                     self._tell(task_id, READ)  # catch up on what came before the stream
-                    self._catch.add(task_id)  # (its wait, or the manager, reads it)
+                    if self._waited(task_id):
+                        self._catch.add(task_id)  # (its wait, or the manager, reads it)
                 else:
                     was.live -= 1  # merged into the new stream
             elif task_id not in self._streamed:
@@ -281,6 +300,10 @@ class Streams:
                     self._retire(old)  # narrowed to nothing meanwhile
         if self._lingered(stream) is None:
             self._starting.append(stream)  # (else once the stream it replaced is closed)
+
+    def _waited(self, task_id: str) -> bool:
+        """Whether a wait wants `task_id` (not only the keeper: its read waits for a wait)."""
+        return any(inbox is not self._keeper for inbox in self._wanted.get(task_id, ()))
 
     def _open_failed(self, exc: McpError) -> Refusal | str:
         refused = refusal(exc)

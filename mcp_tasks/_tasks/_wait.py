@@ -22,6 +22,7 @@ from mcp_tasks._tasks._options import CANCEL_BUDGET, WaitOptions, WaitSettings
 from mcp_tasks._tasks._progress_keeper import keeper_of
 from mcp_tasks._tasks._records import saved_ref
 from mcp_tasks._tasks._task_wait import TaskWait
+from mcp_tasks._tasks._watch import watch_of
 from mcp_tasks._tracing import TaskTrace
 
 if TYPE_CHECKING:
@@ -150,9 +151,14 @@ def call_and_await(
             meta=meta,
             key=call.get("key"),
             wanted=hears is not None,
+            keep=settings.listen,
         )
         if isinstance(called, Status):
-            final = _run(client, called, settings, followed=follow.task_id == called.task_id)
+            try:
+                final = _run(client, called, settings, followed=follow.task_id == called.task_id)
+            finally:
+                if settings.listen:  # followed since its creation: not beyond its wait, however it ended
+                    watch_of(client.channel).unkeep([called.task_id])
             return checked(outcome(final), raise_on_error, final, name, arguments)
     return checked(called, raise_on_error, None, name, arguments)
 
@@ -181,6 +187,7 @@ def _waited(client: Client, task: str | Status, settings: WaitSettings, trace: T
         wait.recorder.take()  # a store's lease, taken before the first read when it is free
         if settings.listen and wait.protocol.era == "modern":
             return _followed(wait, given)
+        watch_of(client.channel).unkeep([task_id])  # polled: its stream (from its creation) is let go
         return wait.run(given)
     except TaskTimeout as timed_out:
         if settings.cancel_on_timeout:

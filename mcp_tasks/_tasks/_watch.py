@@ -8,9 +8,16 @@ waited on, by any thread, and the news they bring to the waits (a channel attach
   a new stream calls for (`claim`): it and the waits each read the oldest one the other has not,
   so that 10,000 tasks made first and then waited on are caught up with two reads in flight; a
   task whose status comes on its stream first is not read (the newest of a batch end so).
-- On a 2026-07-28 connection one manager thread (``mcp_tasks-watch``) opens the streams: new ids are
-  gathered for a moment and placed on a stream of their own while fewer than `MAX_STREAMS` are open,
-  else merged with the open ones into one stream (opened before the old ones close, so no
+- The tasks this client makes (`keep`, from `call_tool`) are followed from their creation, as if
+  a wait wanted them (the keeper's): a set waited on once all are made finds what their stream
+  said meanwhile, and reads only those it said nothing of (a task that ended before the set
+  began costs no read). A wait that wants a kept id takes the keeper's place and news; a kept
+  task heard to end leaves its stream (its end is kept for the wait); ids no wait takes are let
+  go after a while (_kept.py).
+- On a 2026-07-28 connection one manager thread (``mcp_tasks-watch``) opens the streams: new ids
+  are placed on a stream of their own while fewer than `MAX_STREAMS` are open (at once when none
+  is, so that a fresh wait hears of its task without delay; else gathered: _gather.py), else
+  merged with the open ones into one stream (opened before the old ones close, so no
   notification falls between; an old one is read on for a moment, `Linger`, and the new one's
   reader starts once it is closed). A refused listen is read by _cap.py: a -32602 that names a
   limit teaches a cap on ids per stream (then up to `MAX_CAPPED_STREAMS` streams of it), any other
@@ -29,6 +36,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
+import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
@@ -86,13 +94,17 @@ class Watch(Streams):
         """
         with self.changed:
             for task_id in ids:
-                self._wanted.setdefault(task_id, []).append(inbox)
                 if scopes is not None and task_id in scopes:
                     self._scopes.setdefault(task_id, scopes[task_id])
+                if self._kept.take(task_id):
+                    self._take_over(inbox, task_id)
+                    continue
+                self._wanted.setdefault(task_id, []).append(inbox)
                 if not stream:
                     continue
                 if self._listen and task_id not in self._streamed and task_id not in self._polled:
                     self._unplaced.add(task_id)  # the cue comes when a stream takes it, or not
+                    self._urgent = True
                     if self._context is None:  # the stream opens in the first waiter's context
                         self._context = contextvars.copy_context()  # (its trace span, say)
                 else:
@@ -101,26 +113,80 @@ class Watch(Streams):
                 self._manager = start_thread("watch", self._manage)
             self.changed.notify_all()
 
+    def keep(self, ids: Iterable[str]) -> None:
+        """Follow the tasks this client just made (2026-07-28) until a wait wants them, or for a
+        while (_kept.py): on the streams, as a wait's would be, their news kept for that wait.
+        """
+        with self.changed:
+            if not self._listen or self._stop.is_set():
+                return
+            now = time.monotonic()
+            for task_id in ids:
+                if task_id in self._wanted or task_id in self._kept:
+                    continue  # a wait wants it already
+                self._let_go(self._kept.add(task_id, now))
+                self._wanted[task_id] = [self._keeper]
+                self._unplaced.add(task_id)
+            if self._unplaced and self._manager is None:
+                self._manager = start_thread("watch", self._manage)
+            self.changed.notify_all()
+
+    def unkeep(self, ids: Iterable[str]) -> None:
+        """Stop following `ids` that no wait took (the wait they were made for ended first)."""
+        with self.changed:
+            self._let_go([task_id for task_id in ids if self._kept.take(task_id)])
+            self.changed.notify_all()
+
+    def _take_over(self, inbox: Inbox, task_id: str) -> None:
+        """`inbox` wants a kept id: it takes the keeper's place, and what its stream said (the
+        lock held). Nothing said yet: it is being placed (the cue comes), or its read is owed.
+        """
+        inboxes = self._wanted.setdefault(task_id, [])
+        if self._keeper in inboxes:
+            inboxes[inboxes.index(self._keeper)] = inbox  # on its stream still
+        else:
+            inboxes.append(inbox)  # its end was heard: it left its stream
+        news = self._keeper.news.pop(task_id, None)
+        self._urgent |= task_id in self._unplaced  # a wait wants it now: no more gathering for a keeper
+        if news is READ and task_id in self._streamed:
+            self._catch.add(task_id)  # owed since its stream took it: the manager helps read
+        if news is not None:
+            inbox.news[task_id] = news
+            inbox.changed.notify()
+        elif task_id in self._streamed or task_id in self._polled:
+            inbox.news[task_id] = READ
+
+    def _let_go(self, ids: list[str]) -> None:
+        """No wait took these kept ids: stop following them, forget their news (the lock held)."""
+        for task_id in ids:
+            self._keeper.news.pop(task_id, None)
+            if self._keeper in self._wanted.get(task_id, ()):
+                self._unwant(self._keeper, task_id)
+
     def drop(self, inbox: Inbox, ids: Iterable[str]) -> None:
         """`inbox` no longer wants news of `ids` (their streams close when no wait wants them)."""
         with self.changed:
             for task_id in ids:
-                inboxes = self._wanted.get(task_id, [])
-                if inbox in inboxes:
-                    inboxes.remove(inbox)
-                if not inboxes:
-                    self._wanted.pop(task_id, None)
-                    self._unplaced.discard(task_id)
-                    self._polled.discard(task_id)
-                    self._drops.pop(task_id, None)
-                    self._catch.forget(task_id)
-                    self._scopes.pop(task_id, None)
-                    stream = self._streamed.pop(task_id, None)
-                    if stream is not None:
-                        stream.live -= 1
-                        if stream.live <= 0 and stream in self._streams:
-                            self._retire(stream)  # narrowed to nothing: the manager closes it
+                self._unwant(inbox, task_id)
             self.changed.notify_all()
+
+    def _unwant(self, inbox: Inbox, task_id: str) -> None:
+        """`inbox` no longer wants news of `task_id` (the lock held)."""
+        inboxes = self._wanted.get(task_id, [])
+        if inbox in inboxes:
+            inboxes.remove(inbox)
+        if not inboxes:
+            self._wanted.pop(task_id, None)
+            self._unplaced.discard(task_id)
+            self._polled.discard(task_id)
+            self._drops.pop(task_id, None)
+            self._catch.forget(task_id)
+            self._scopes.pop(task_id, None)
+            stream = self._streamed.pop(task_id, None)
+            if stream is not None:
+                stream.live -= 1
+                if stream.live <= 0 and stream in self._streams:
+                    self._retire(stream)  # narrowed to nothing: the manager closes it
 
     def claim(self, task_id: str) -> bool:
         """Whether a wait should read `task_id` now: False while the manager reads it to catch up
@@ -135,18 +201,23 @@ class Watch(Streams):
             return set(self._streamed)
 
     def streamed(self, task_id: str) -> bool:
-        """Whether a stream acknowledged `task_id` (its wait then reads it rarely)."""
-        return task_id in self._streamed
+        """Whether a stream acknowledged `task_id` for a wait (which then reads it rarely); not
+        when only the keeper has it there (a polling wait's task, made here).
+        """
+        return task_id in self._streamed and self._waited(task_id)
 
     # -- news ---------------------------------------------------------------------------------
 
     def _tell(self, task_id: str, news: News) -> None:
         """Give `news` of a task to the waits that want it, and wake them (the lock held)."""
-        for inbox in self._wanted.get(task_id, ()):
+        inboxes = self._wanted.get(task_id, ())
+        for inbox in inboxes:
             kept = inbox.news.get(task_id)
             if not (isinstance(kept, Status) and kept.terminal):  # the first terminal one stays
                 inbox.news[task_id] = news
             inbox.changed.notify()
+        if isinstance(news, Status) and news.terminal and self._keeper in inboxes:
+            self._unwant(self._keeper, task_id)  # it ended: off its stream, its end kept for a wait
 
     def _session_notification(self, method: str, params: dict[str, Any]) -> None:
         task_id = params.get("taskId")
@@ -219,6 +290,7 @@ class Watch(Streams):
                 self._polled.add(task_id)
             else:
                 self._unplaced.add(task_id)
+                self._urgent |= self._waited(task_id)
             self._tell(task_id, READ)  # what the stream said before it ended may be lost
         self.changed.notify_all()  # the manager reopens or closes
 

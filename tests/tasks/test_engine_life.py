@@ -41,8 +41,10 @@ LONG_POLL_MS = 600_000
 """A poll interval no wait sleeps out in a test: only a close (or news) can end the sleep."""
 
 
-def job(client: mt.Client, tool: str = "job") -> mt.Status:
-    task = mt.call_tool(client, tool)
+def job(client: mt.Client, tool: str = "job", *, follow: bool = False) -> mt.Status:
+    """A task, followed only once a wait wants it (these tests are about the waits' streams; one
+    followed from its creation: tests/tasks/test_kept_follow.py)."""
+    task = mt.call_tool(client, tool, follow=follow)
     assert isinstance(task, mt.Status)
     return task
 

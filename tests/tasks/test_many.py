@@ -22,8 +22,9 @@ from tests.session.test_issue15_regressions import TRANSPORTS as LEGACY_TRANSPOR
 from tests.session.test_issue15_regressions import Legacy, accept_all, servers, text  # noqa: F401  (the fixture)
 
 
-def start(client: mt.Client, count: int, gate: str = "slow") -> list[mt.Status]:
-    tasks = [mt.call_tool(client, "slow_compute", {"label": str(i), "block": True, "gate": gate}) for i in range(count)]
+def start(client: mt.Client, count: int, gate: str = "slow", *, follow: bool = True) -> list[mt.Status]:
+    arguments = [{"label": str(i), "block": True, "gate": gate} for i in range(count)]
+    tasks = [mt.call_tool(client, "slow_compute", a, follow=follow) for a in arguments]
     assert all(isinstance(t, mt.Status) for t in tasks)
     return [t for t in tasks if isinstance(t, mt.Status)]
 
@@ -54,7 +55,7 @@ def test_listening_reads_each_task_about_once(harness: Harness) -> None:
     """Poll interval 600 s: only the stream can finish the wait; one read per task after the
     acknowledgement, the completions come with their results on the stream."""
     client = harness.client(server={"poll_interval": 600})
-    tasks = start(client, 20)
+    tasks = start(client, 20, follow=False)  # (a stream for the set: followed from creation, see test_kept_follow)
     statuses = mt.wait_all(client, tasks, timeout=30, on_status=release_when_seen(client, 20))
     assert {s.wire_status for s in statuses} == {"completed"}
     gets = client.call_tool("stats", {"method": "tasks/get"})["structuredContent"]["times"]
@@ -68,7 +69,7 @@ def test_tasks_finished_before_the_wait_are_caught_up_with_one_read_each(harness
     wait or by the watch's manager helping it (never both), and `on_status` still runs in the
     caller's thread."""
     client = harness.client(server={"poll_interval": 600})
-    tasks = start(client, 40)
+    tasks = start(client, 40, follow=False)  # made elsewhere, as it were (else their ends are heard)
     release(client)
     eventually(lambda: all(mt.get_task(client, t).terminal for t in tasks), timeout=30, message="all done")
     before = len(client.call_tool("stats", {"method": "tasks/get"})["structuredContent"]["times"])
@@ -224,7 +225,7 @@ def test_a_task_whose_end_comes_on_the_stream_while_catching_up_is_not_read(
     gate = threading.Event()
     server = listen_server(complete_on_listen=0, complete_on_get=True, get_gate=gate, poll_ms=600_000)
     with mt.Client.http(server.url, timeout=10) as client:
-        tasks = [t for t in (mt.call_tool(client, "job") for _ in range(40)) if isinstance(t, mt.Status)]
+        tasks = [t for t in (mt.call_tool(client, "job", follow=False) for _ in range(40)) if isinstance(t, mt.Status)]
         watch = watch_of(client.channel)
         ended: list[list[mt.Status]] = []
         waiter = threading.Thread(target=lambda: ended.append(mt.wait_all(client, tasks, timeout=30)))
@@ -245,7 +246,7 @@ def test_a_stream_that_keeps_dropping_is_reopened_a_bounded_number_of_times(
 ) -> None:
     server = listen_server(drop=100, complete_on_listen=3, poll_ms=100)
     with mt.Client.http(server.url, timeout=10) as client:
-        tasks = [mt.call_tool(client, "job") for _ in range(3)]
+        tasks = [mt.call_tool(client, "job", follow=False) for _ in range(3)]  # (one stream for the set)
         statuses = mt.wait_all(client, [t for t in tasks if isinstance(t, mt.Status)], timeout=30)
         assert {s.wire_status for s in statuses} == {"completed"}
     assert listens(server) == 3
@@ -258,7 +259,8 @@ def test_a_cap_on_ids_per_stream_means_a_few_streams_and_polls_beyond(
     most MAX_CAPPED_STREAMS streams of 2, and polls the rest; the tasks complete on the first stream."""
     server = listen_server(cap=2, complete_on_listen=1, poll_ms=100)
     with mt.Client.http(server.url, timeout=10) as client:
-        tasks = [t for t in (mt.call_tool(client, "job") for _ in range(10)) if isinstance(t, mt.Status)]
+        made = (mt.call_tool(client, "job", follow=False) for _ in range(10))  # all made before the first listen
+        tasks = [t for t in made if isinstance(t, mt.Status)]
         statuses = mt.wait_all(client, tasks, timeout=30)
         assert {s.wire_status for s in statuses} == {"completed"}
     asked = [

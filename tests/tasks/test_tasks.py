@@ -596,7 +596,7 @@ def test_a_wait_held_by_on_status_loses_nothing(harness: Harness) -> None:
     overflows a queue nor needs a read to catch up: it sees the last step, then the result.
     """
     client = harness.client(server={"poll_interval": 600})
-    status = mt.call_tool(client, "chatter", {"count": 150})
+    status = mt.call_tool(client, "chatter", {"count": 150}, follow=False)  # the wait's own stream only
     assert isinstance(status, mt.Status)
     seen: list[str | None] = []
 

@@ -32,7 +32,7 @@ def reads(server: ListenTasksServer, task_id: str, after: int) -> int:
 def test_one_stale_id_among_16_leaves_no_cap(listen_server: Callable[..., ListenTasksServer]) -> None:
     server = listen_server(poll_ms=50, complete_on_listen=10_000, refuse=frozenset({STALE}))
     with mt.Client.http(server.url, timeout=10) as client:
-        done = [job(client) for _ in range(15)]
+        done = [job(client, follow=False) for _ in range(15)]  # (a stream for the set, not each one)
         client.call_tool("finish")
         statuses = mt.wait_all(client, [*done, STALE], timeout=FAILSAFE)
         assert [s.wire_status for s in statuses[:15]] == ["completed"] * 15
@@ -43,7 +43,7 @@ def test_one_stale_id_among_16_leaves_no_cap(listen_server: Callable[..., Listen
 
         server.poll_ms = LONG_POLL_MS  # a fresh task is read once, then only its stream tells
         mark = server.journal.mark()
-        fresh = [job(client) for _ in range(16)]
+        fresh = [job(client, follow=False) for _ in range(16)]
         waiting = Background(lambda: mt.wait_all(client, fresh, timeout=FAILSAFE))
         read_once(server, *fresh)
         later = listens(server, mark)
@@ -57,7 +57,7 @@ def test_one_stale_id_among_16_leaves_no_cap(listen_server: Callable[..., Listen
 def test_a_stated_limit_of_8_puts_16_ids_on_two_streams(listen_server: Callable[..., ListenTasksServer]) -> None:
     server = listen_server(poll_ms=LONG_POLL_MS, complete_on_listen=10_000, cap=8)
     with mt.Client.http(server.url, timeout=10) as client:
-        fresh = [job(client) for _ in range(16)]
+        fresh = [job(client, follow=False) for _ in range(16)]
         waiting = Background(lambda: mt.wait_all(client, fresh, timeout=FAILSAFE))
         read_once(server, *fresh)
         asked = listens(server)

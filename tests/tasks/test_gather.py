@@ -1,0 +1,83 @@
+"""When the shared watch places new ids on a stream (`Gather`, _gather.py) and which ids it keeps
+for no wait (`Kept`, _kept.py): pure decisions, times given.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from mcp_tasks._tasks._gather import GATHER, KEEP_GATHER, MERGE_GATHER, Gather
+from mcp_tasks._tasks._kept import Kept
+
+
+def test_the_first_ids_go_on_a_stream_at_once() -> None:
+    """Before: 20 ms were gathered before the first stream opened, so a fresh wait whose task
+    ended at once heard of it 20 ms late."""
+    gather = Gather()
+    gather.notice(100.0)
+    assert gather.wait(100.005, streams=0, room=1, capped=False, waited=True) == 0.0
+
+
+def test_ids_for_an_open_stream_are_gathered_for_a_merge() -> None:
+    gather = Gather()
+    gather.notice(100.0)
+    assert gather.wait(100.1, streams=1, room=1, capped=False, waited=True) == pytest.approx(MERGE_GATHER - 0.1)
+    assert gather.wait(101.0, streams=1, room=1, capped=False, waited=True) == 0.0
+    gather.placed()
+    gather.notice(102.0)  # gathered anew from the next id seen
+    assert gather.wait(102.0, streams=1, room=1, capped=False, waited=True) == pytest.approx(MERGE_GATHER)
+
+
+def test_under_a_cap_ids_are_gathered_to_fill_a_stream() -> None:
+    gather = Gather()
+    gather.notice(5.0)
+    assert gather.wait(5.0, streams=0, room=4, capped=True, waited=True) == pytest.approx(GATHER)
+    assert gather.wait(5.0, streams=2, room=4, capped=True, waited=True) == pytest.approx(GATHER)
+    assert gather.wait(5.0, streams=4, room=4, capped=True, waited=True) == pytest.approx(MERGE_GATHER)
+
+
+def test_ids_no_wait_wants_yet_are_gathered_even_with_no_stream_open() -> None:
+    """Tasks just made (kept, no wait yet): a burst of creations is placed in a few opens, and a
+    polling wait that lets its task go meanwhile costs no stream."""
+    gather = Gather()
+    gather.notice(0.0)
+    assert gather.wait(0.0, streams=0, room=1, capped=False, waited=False) == pytest.approx(KEEP_GATHER)
+    assert gather.wait(0.1, streams=0, room=1, capped=False, waited=True) == 0.0  # a wait wants one now
+    assert gather.wait(0.0, streams=1, room=1, capped=False, waited=False) >= MERGE_GATHER
+
+
+def test_a_notice_keeps_the_first_time() -> None:
+    gather = Gather()
+    gather.notice(1.0)
+    gather.notice(1.2)
+    assert gather.wait(1.2, streams=1, room=1, capped=False, waited=True) == pytest.approx(MERGE_GATHER - 0.2)
+
+
+def test_kept_ids_are_let_go_after_their_time_in_order() -> None:
+    kept = Kept(hold=10.0, most=100)
+    assert kept.add("a", 0.0) == [] and kept.add("b", 4.0) == [] and kept.add("a", 5.0) == []
+    assert kept.next() == 10.0 and "a" in kept and len(kept) == 2
+    assert kept.due(9.9) == []
+    assert kept.due(10.0) == ["a"]
+    assert kept.next() == 14.0
+    assert kept.due(100.0) == ["b"] and kept.next() is None
+
+
+def test_a_wait_takes_a_kept_id_once() -> None:
+    kept = Kept(hold=10.0, most=100)
+    kept.add("a", 0.0)
+    assert kept.take("a") is True
+    assert kept.take("a") is False and kept.due(50.0) == []
+
+
+def test_beyond_the_most_kept_the_oldest_go() -> None:
+    kept = Kept(hold=10.0, most=2)
+    kept.add("a", 0.0)
+    kept.add("b", 1.0)
+    assert kept.add("c", 2.0) == ["a"]
+    assert "a" not in kept and len(kept) == 2
+
+
+def test_bad_limits_are_refused() -> None:
+    with pytest.raises(ValueError, match="most >= 1"):
+        Kept(hold=1.0, most=0)

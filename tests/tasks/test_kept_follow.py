@@ -1,0 +1,100 @@
+"""Issue 36 item 8: the tasks a client makes are followed from their creation, whichever way they
+are waited on later, against a server of the tests' own (tests/foreign/listen_tasks.py, no
+mcp_tasks code). Before: `call_tool` opened no stream; a set waited on once all its tasks were made
+began following them then, and read each one whose end it had missed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+import mcp_tasks as mt
+from mcp_tasks._tasks import _kept
+from mcp_tasks._tasks._cap import MAX_STREAMS
+from mcp_tasks._tasks._watch import watch_of
+from tests.conftest import eventually, mcp_threads
+from tests.foreign.listen_tasks import ListenTasksServer
+from tests.tasks.test_engine_life import FAILSAFE, LONG_POLL_MS
+
+
+def job(client: mt.Client) -> mt.Status:
+    """A task made with `call_tool`'s defaults."""
+    task = mt.call_tool(client, "job")
+    assert isinstance(task, mt.Status)
+    return task
+
+
+def listened(server: ListenTasksServer, ids: list[str]) -> None:
+    """Wait until the server is asked for a stream of exactly `ids` (no wait asked for one)."""
+    server.journal.wait_for(
+        lambda e: e.get("rpc") == "subscriptions/listen" and e["params"]["notifications"]["taskIds"] == ids,
+        timeout=FAILSAFE,
+        what=f"a listen for {len(ids)} task(s) made, before any wait",
+    )
+
+
+def listen_threads() -> list[str]:
+    return [name for name in mcp_threads() if name.startswith("mcp_tasks-listen-")]
+
+
+def test_an_end_heard_before_the_wait_costs_the_wait_no_read(
+    listen_server: Callable[..., ListenTasksServer],
+) -> None:
+    """The stream opened at creation hears the task end (with its result); the keeper lets the
+    stream go, and `wait_all` later takes the end it kept: no read, no stream of its own."""
+    server = listen_server(poll_ms=LONG_POLL_MS, complete_on_listen=10_000, burst=(("completed", "done early"),))
+    with mt.Client.http(server.url, timeout=10) as client:
+        watch = watch_of(client.channel)
+        task = job(client)
+        listened(server, [task.task_id])
+        heard = lambda: getattr(watch._keeper.news.get(task.task_id), "terminal", False)  # noqa: E731
+        eventually(lambda: heard() and not watch.placed(), timeout=FAILSAFE, message="its end heard, its stream let go")
+        eventually(lambda: not listen_threads(), timeout=FAILSAFE, message="the stream's reader gone")
+        mark = server.journal.mark()
+        (final,) = mt.wait_all(client, [task], timeout=FAILSAFE)
+        assert mt.outcome(final)["content"][0]["text"] == "done early"
+        asked = server.journal.events(lambda e: e.get("rpc") in ("tasks/get", "subscriptions/listen"), after=mark)
+        assert asked == []
+
+
+def test_a_set_made_first_is_on_one_stream_before_its_wait(listen_server: Callable[..., ListenTasksServer]) -> None:
+    """300 tasks made, then waited on: all are on a stream before the wait begins, with the
+    watch's manager and one reader (no thread more), and each is read at most once."""
+    server = listen_server(poll_ms=LONG_POLL_MS, complete_on_listen=10_000)
+    with mt.Client.http(server.url, timeout=10) as client:
+        watch = watch_of(client.channel)
+        tasks = [job(client) for _ in range(300)]
+        made = {t.task_id for t in tasks}
+        eventually(lambda: watch.placed() == made, timeout=FAILSAFE, message="all 300 placed")
+        names = [n for n in mcp_threads() if n.startswith(("mcp_tasks-watch", "mcp_tasks-listen-"))]
+        assert "mcp_tasks-watch" in names and len(names) <= 1 + MAX_STREAMS
+        client.call_tool("finish")
+        statuses = mt.wait_all(client, tasks, timeout=FAILSAFE)
+        assert [s.wire_status for s in statuses] == ["completed"] * 300
+        reads = server.journal.events(lambda e: e.get("rpc") == "tasks/get")
+        per_task = [sum(1 for e in reads if e["params"].get("taskId") == t) for t in made]
+        assert max(per_task) <= 1
+
+
+def test_ids_no_wait_takes_are_let_go(
+    listen_server: Callable[..., ListenTasksServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Beyond the most kept (here 1), the oldest is let go: its stream closes, the newer one's
+    opens; a wait that wants it later reads it and follows it as before."""
+    monkeypatch.setattr(_kept, "MAX_KEPT", 1)
+    server = listen_server(poll_ms=LONG_POLL_MS, complete_on_listen=10_000)
+    with mt.Client.http(server.url, timeout=10) as client:
+        watch = watch_of(client.channel)
+        first = job(client)
+        listened(server, [first.task_id])
+        second = job(client)
+        listened(server, [second.task_id])
+        eventually(lambda: watch.placed() == {second.task_id}, timeout=FAILSAFE, message="the first let go")
+        mark = server.journal.mark()
+        client.call_tool("finish")
+        statuses = mt.wait_all(client, [first, second], timeout=FAILSAFE)
+        assert [s.wire_status for s in statuses] == ["completed", "completed"]
+        reads = server.journal.events(lambda e: e.get("rpc") == "tasks/get", after=mark)
+        assert first.task_id in {e["params"].get("taskId") for e in reads}  # (what was heard is forgotten)
