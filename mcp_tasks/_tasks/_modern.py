@@ -14,6 +14,7 @@ from mcp_tasks._status import Status
 from mcp_tasks._tasks._era import TaskProtocol, decode, malformed_task, tasks_declared
 from mcp_tasks._tasks._progress_keeper import PROGRESS_TOKEN
 from mcp_tasks._tasks._side import side_of
+from mcp_tasks._tasks._unasked import nested_task, warn_nested
 from mcp_tasks._tasks._unknown import with_unknown_hint
 from mcp_tasks._wire import META_CLIENT_CAPABILITIES, TASKS_EXTENSION, merge_meta
 
@@ -77,7 +78,11 @@ class Modern(TaskProtocol):
         result = self.channel.call_tool(params, deadline, meta=self.meta(meta))
         if result.get("resultType") == "task":
             return decode(result, self.era)
-        return result
+        nested = nested_task(result)
+        if nested is None:
+            return result
+        warn_nested(self.channel, self.agreed, name)  # followed, never handed back as the result
+        return decode(nested, self.era)
 
     def read(
         self, task_id: str, deadline: Deadline, meta: Mapping[str, Any] | None, *, result: dict[str, Any] | None = None
