@@ -25,21 +25,31 @@ __all__ = ["MAX_TOOL_TEXT", "InputRequired", "TaskCancelled", "TaskFailed", "Tas
 class TaskFailed(McpError):
     """The task failed: `code`, `message` and `data` are those of its error; `.status` is the task.
 
-    ``str(error)`` names the task as well: ``Task abcd…wxyz failed: <message>``. Where the server's
-    message embeds the task id, `message` shows its short form (``status.error`` keeps the text as
-    sent).
+    ``str(error)`` names the task as well: ``Task abcd…wxyz failed: <message>``, or by its call
+    when the client knows it (``Task export {"report": "q3"} abcd…wxyz failed: …``: `label`).
+    Where the server's message embeds the task id, `message` shows its short form
+    (``status.error`` keeps the text as sent).
     """
 
-    def __init__(self, status: Status) -> None:
+    def __init__(self, status: Status, *, label: str | None = None) -> None:
         error = status.error or {}
         code = error.get("code", INTERNAL_ERROR)
         message = redact_ids(str(error.get("message", "The task failed")), status.task_id)
         super().__init__(code, message, error.get("data"), None, ("task_failed", status))
         self.status = status
+        self.label = label
 
     def __str__(self) -> str:
-        text = f"Task {short_id(self.status.task_id)} failed: {self.message} (error {self.code}){_undeclared(self)}"
+        named = _named(self.status.task_id, self.label)
+        text = f"Task {named} failed: {self.message} (error {self.code}){_undeclared(self)}"
         return printable(text)
+
+
+def _named(task_id: str, label: str | None) -> str:
+    """The task as an error names it: its call and short id (`label`, from
+    `mcp_tasks._call_text.task_label`) when the client knows its call, else its short id.
+    """
+    return printable(label) if label else short_id(task_id)
 
 
 _UNDECLARED = re.compile(r"does not support (elicitation|sampling|roots) capability", re.IGNORECASE)
@@ -70,6 +80,8 @@ class TaskTimeout(McpError, TimeoutError):
     `data` holds ``taskId`` and ``timeoutMs`` (the configured timeout); `.status` is the last status
     the wait read, or None when it read none; `.cancelled` is True when the wait cancelled the task
     (``cancel_on_timeout=True``); `.pending` lists the last Status of each unfinished task.
+    `label` names the task by its call when the client knows it (``Task export {"report": "q3"}
+    abcd…wxyz did not finish …``).
     """
 
     def __init__(
@@ -80,6 +92,7 @@ class TaskTimeout(McpError, TimeoutError):
         *,
         cancelled: bool = False,
         pending: list[Status] | None = None,
+        label: str | None = None,
     ) -> None:
         last = f" (last seen {redact_ids(status.wire_status, task_id, status.task_id)})" if status is not None else ""
         then = (
@@ -88,7 +101,7 @@ class TaskTimeout(McpError, TimeoutError):
             else "it is still running on the server: wait for it again by its id "
             "(timeout=None waits as long as it takes), or cancel it"
         )
-        what = f"Task {short_id(task_id)}"
+        what = f"Task {_named(task_id, label)}"
         if pending is not None and len(pending) > 1:  # a wait on many tasks (wait_all, ...)
             what, last = f"{len(pending)} tasks (the first {short_id(task_id)})", ""
             then = (
@@ -105,6 +118,7 @@ class TaskTimeout(McpError, TimeoutError):
         )
         self.status = status
         self.cancelled = cancelled
+        self.label = label
         # The last Status of each unfinished task (a wait on many tasks lists them all).
         self.pending: list[Status] = list(pending) if pending is not None else [status] if status is not None else []
 
@@ -157,21 +171,27 @@ class ToolError(McpError):
 
 
 class TaskCancelled(Displayed, Exception):
-    """The task was cancelled: an outcome, not a protocol error. `.status` is the task."""
+    """The task was cancelled: an outcome, not a protocol error. `.status` is the task; `label`
+    names it by its call when the client knows it.
+    """
 
-    def __init__(self, status: Status) -> None:
+    def __init__(self, status: Status, *, label: str | None = None) -> None:
         why = f": {redact_ids(status.status_message, status.task_id)}" if status.status_message else ""
-        super().__init__(f"Task {short_id(status.task_id)} was cancelled{why}")
+        super().__init__(f"Task {_named(status.task_id, label)} was cancelled{why}")
         self.status = status
+        self.label = label
 
 
 class InputRequired(Displayed, Exception):
-    """The task needs input this wait did not answer. `.status` lists it in `input_requests`."""
+    """The task needs input this wait did not answer. `.status` lists it in `input_requests`;
+    `label` names the task by its call when the client knows it.
+    """
 
-    def __init__(self, status: Status) -> None:
+    def __init__(self, status: Status, *, label: str | None = None) -> None:
         keys = ", ".join(repr(redact_ids(k, status.task_id)) for k in sorted(status.input_requests)) or "none listed"
         super().__init__(
-            f"Task {short_id(status.task_id)} needs input this wait did not answer ({keys}): answer it with "
+            f"Task {_named(status.task_id, label)} needs input this wait did not answer ({keys}): answer it with "
             "update_task, or wait with input handlers that can"
         )
         self.status = status
+        self.label = label

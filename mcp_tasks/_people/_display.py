@@ -17,7 +17,6 @@ import os
 import sys
 import threading
 import time
-import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from types import TracebackType
@@ -25,11 +24,10 @@ from typing import IO, TYPE_CHECKING, Any
 
 from mcp_tasks._people._above import Above
 from mcp_tasks._people._asking import hold_lines, lines_held
-from mcp_tasks._people._bar import BAR_WIDTH, NARROW, NARROW_BAR, Reported, Shown, line_part
-from mcp_tasks._people._progress import SetProgress, SetSnapshot, clock_text, set_line
-from mcp_tasks._printable import printable
+from mcp_tasks._people._bar import BAR_WIDTH, NARROW, NARROW_BAR, Reported, Shown
+from mcp_tasks._people._line import clip, status_line
+from mcp_tasks._people._progress import SetProgress, SetSnapshot, set_line
 from mcp_tasks._render_hook import register_renderer
-from mcp_tasks._status_rows import shown
 from mcp_tasks._threads import start_thread
 
 if TYPE_CHECKING:
@@ -45,42 +43,6 @@ __all__ = [
 
 TICK = 1.0
 """How often a live terminal line redraws its elapsed time (seconds)."""
-
-
-def status_line(
-    status: Status | None, elapsed: float | None = None, reported: Reported | None = None, bar: int = BAR_WIDTH
-) -> str:
-    """One line: ``[12s] working: exporting row 2 of 3``; with the task's latest progress,
-    ``[12s] working ▕█████▋      ▏ 19/40 (48%) rows: exporting`` (a bar `bar` wide).
-    """
-    clock = f"[{clock_text(elapsed)}] " if elapsed is not None else ""
-    if status is None:
-        return f"{clock}working{line_part(reported, bar)}"
-    message = f": {status.status_message}" if status.status_message else ""
-    return shown(status, f"{clock}{status.wire_status}{line_part(reported, bar)}{message}")
-
-
-def clip(text: str, columns: int) -> str:
-    """`text` on one line of a terminal `columns` wide: control characters (a server's newlines,
-    tabs, escapes) are shown as escapes (`printable`), wide characters count twice, and what does not fit is cut with
-    an ellipsis, so the line never wraps (the last column is left free: some terminals wrap there).
-    """
-    flat = printable(text)
-    room = max(columns - 1, 1)
-    width, cut = 0, None
-    for index, ch in enumerate(flat):
-        width += _width(ch)
-        if width > room - 1 and cut is None:
-            cut = index
-        if width > room:
-            return flat[: cut if cut is not None else index] + "…"
-    return flat
-
-
-def _width(ch: str) -> int:
-    if unicodedata.combining(ch):
-        return 0
-    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
 
 
 def pretty(title: str, rows: list[tuple[str, str]], printer: Any, cycle: bool) -> None:
@@ -143,6 +105,7 @@ class StatusDisplay:
         self._lock = threading.RLock()  # (a log record written while it is held goes through it again)
         self._last: Status | None = None
         self._reported: Reported | None = None  # the task's latest progress (`progress`)
+        self._label: str | None = None  # the task's call and short id, when the wait knows it
         self._handle: Any = None
         self._ticker: threading.Thread | None = None
         self._stop = threading.Event()
@@ -181,7 +144,7 @@ class StatusDisplay:
                 elif self._ticker is None and self._tick > 0:
                     self._ticker = start_thread("status-line", self._run_ticker)
             else:
-                self.stream.write(status_line(status, time.monotonic() - self._started) + "\n")
+                self.stream.write(status_line(status, time.monotonic() - self._started, label=self._label) + "\n")
                 self.stream.flush()
 
     def progress(self, progress: float, total: float | None, message: str | None) -> None:
@@ -199,12 +162,20 @@ class StatusDisplay:
             if notebook is not None:
                 self._show_in_notebook(notebook, self._last)
             elif not self._live():
-                self.stream.write(status_line(self._last, time.monotonic() - self._started, reported) + "\n")
+                elapsed = time.monotonic() - self._started
+                self.stream.write(status_line(self._last, elapsed, reported, label=self._label) + "\n")
                 self.stream.flush()
             elif not lines_held() and not self._closed:
                 self._draw()
                 if self._ticker is None and self._tick > 0:
                     self._ticker = start_thread("status-line", self._run_ticker)
+
+    def task_named(self, label: str) -> None:
+        """The task's call and short id (``export {"report": "q3"} e294…b175``), which its line
+        starts with (a single wait calls it when the client knows the call; a set ignores it).
+        """
+        with self._lock:
+            self._label = label
 
     # -- a set of tasks (told by the set waits; see `SetProgress`) ----------------------------
 
@@ -362,7 +333,7 @@ class StatusDisplay:
             text = set_line(self._snapshot)
         else:
             bar = NARROW_BAR if self._columns() < NARROW else BAR_WIDTH
-            text = status_line(self._last, time.monotonic() - self._started, self._reported, bar)
+            text = status_line(self._last, time.monotonic() - self._started, self._reported, bar, self._label)
         self.stream.write("\r\x1b[K" + clip(text, self._columns()))
         self.stream.flush()
         self._drawn = True

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from mcp_tasks._client import Client
     from mcp_tasks._session._channel import Channel
 
-__all__ = ["ToolNames", "asking_about", "labels_of", "remember_tool"]
+__all__ = ["ToolNames", "asking_about", "label_of", "labels_of", "remember_tool"]
 
 KEPT = 10_000
 """Tool names kept per connection (the oldest are forgotten first)."""
@@ -71,11 +71,17 @@ def asking_about(client: Client, task_id: str) -> AbstractContextManager[None]:
     return asking_for(task_id, tool, arguments)
 
 
+def label_of(client: Client, task_id: str) -> str | None:
+    """``export {"report": "q3"} e294…b175`` when the call of `task_id` is known, else None."""
+    tool, arguments = _call_of(client, task_id)
+    return task_label(task_id, tool, arguments) if tool else None
+
+
 def labels_of(client: Client, task_ids: Iterable[str]) -> dict[str, str]:
     """``export {"report": "q3"} e294…b175`` for each of `task_ids` whose call is known."""
     labels = {}
     for task_id in task_ids:
-        tool, arguments = _call_of(client, task_id)
-        if tool is not None:
-            labels[task_id] = task_label(task_id, tool, arguments)
+        label = label_of(client, task_id)
+        if label is not None:
+            labels[task_id] = label
     return labels

@@ -32,6 +32,7 @@ __all__ = [
     "list_tasks",
     "may_create_task",
     "outcome",
+    "outcome_of",
     "server_supports",
     "task_id_of",
     "update_task",
@@ -261,6 +262,11 @@ def outcome(status: Status) -> dict[str, Any]:
     wait failed); `ValueError` for a status that is not final or lacks its payload
     (read it again with `get_task`).
     """
+    return outcome_of(status)
+
+
+def outcome_of(status: Status, label: str | None = None) -> dict[str, Any]:
+    """`outcome`, its errors naming the task by `label` (its call and short id) when given."""
     if not isinstance(status, Status):
         raise TypeError(f"expected a Status, got {type(status).__name__}")
     if isinstance(status, FailedWait):
@@ -271,10 +277,10 @@ def outcome(status: Status) -> dict[str, Any]:
         raise ValueError("the status says completed but carries no result: read it again with get_task")
     if status.status is TaskState.FAILED:
         if isinstance(status.error, dict):
-            raise TaskFailed(status)
+            raise TaskFailed(status, label=label)
         raise ValueError("the status says failed but carries no error: read it again with get_task")
     if status.status is TaskState.CANCELLED:
-        raise TaskCancelled(status)
+        raise TaskCancelled(status, label=label)
     if status.status is TaskState.INPUT_REQUIRED:
-        raise InputRequired(status)
+        raise InputRequired(status, label=label)
     raise ValueError(f"the task is not finished (status {status.wire_status!r})")

@@ -1,6 +1,7 @@
 """What the waits on a set tell an ``on_status`` that follows the whole set (`StatusDisplay`,
 `SetProgress`): the tasks of the set as it starts, the waits that failed, the futures of a batch;
-and what a single wait tells one that shows progress (`StatusDisplay.progress`). An
+and what a single wait tells one that shows progress (`StatusDisplay.progress`) or names its
+task by its call (`StatusDisplay.task_named`). An
 ``on_status`` without these methods (any plain callable) is told nothing more.
 """
 
@@ -13,7 +14,15 @@ from typing import Any, Protocol, runtime_checkable
 from mcp_tasks._status import Status
 from mcp_tasks._tasks._progress_keeper import OnProgress
 
-__all__ = ["ProgressObserver", "SetObserver", "expect_set", "follow_future", "progress_callback", "report_failed"]
+__all__ = [
+    "ProgressObserver",
+    "SetObserver",
+    "expect_set",
+    "follow_future",
+    "name_task",
+    "progress_callback",
+    "report_failed",
+]
 
 
 @runtime_checkable
@@ -44,6 +53,15 @@ def expect_set(
         named = getattr(on_status, "named", None)
         if labels is not None and callable(named):
             named(labels())
+
+
+def name_task(on_status: object, label: str) -> None:
+    """Tell an ``on_status`` that names its task (a ``task_named`` method) the task's call and
+    short id (``export {"report": "q3"} e294…b175``).
+    """
+    named = getattr(on_status, "task_named", None)
+    if callable(named):
+        named(label)
 
 
 def report_failed(on_status: object, failed: Status) -> None:

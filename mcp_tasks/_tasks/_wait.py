@@ -15,9 +15,10 @@ from mcp_tasks._errors import McpError, TaskTimeout, ToolError
 from mcp_tasks._options import UNSET
 from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status
+from mcp_tasks._tasks._asked import label_of
 from mcp_tasks._tasks._group import Group
-from mcp_tasks._tasks._helpers import call_followed, cancel_task, follow_call, outcome, task_id_of
-from mcp_tasks._tasks._observer import progress_callback
+from mcp_tasks._tasks._helpers import call_followed, cancel_task, follow_call, outcome_of, task_id_of
+from mcp_tasks._tasks._observer import name_task, progress_callback
 from mcp_tasks._tasks._options import CANCEL_BUDGET, WaitOptions, WaitSettings
 from mcp_tasks._tasks._progress_keeper import keeper_of
 from mcp_tasks._tasks._records import saved_ref
@@ -74,7 +75,7 @@ def await_task(
     """
     check_raise_on_error(raise_on_error)
     final = _run(client, task, WaitSettings.of(options, "await_task"))
-    return checked(outcome(final), raise_on_error, final)
+    return checked(outcome_of(final, label_of(client, final.task_id)), raise_on_error, final)
 
 
 def check_raise_on_error(value: object) -> None:
@@ -159,7 +160,7 @@ def call_and_await(
             finally:
                 if settings.listen:  # followed since its creation: not beyond its wait, however it ended
                     watch_of(client.channel).unkeep([called.task_id])
-            return checked(outcome(final), raise_on_error, final, name, arguments)
+            return checked(outcome_of(final, label_of(client, final.task_id)), raise_on_error, final, name, arguments)
     return checked(called, raise_on_error, None, name, arguments)
 
 
@@ -168,6 +169,9 @@ def _run(client: Client, task: str | Status, settings: WaitSettings, *, followed
     hears = None if followed else progress_callback(settings.on_progress, settings.on_status)
     saved = saved_ref(client, task_id, settings.store, settings.timeout)  # read only when traced: a resume's link
     follow = keeper_of(client.channel).follow(hears, task_id=task_id) if hears is not None else None
+    label = label_of(client, task_id)
+    if label is not None:
+        name_task(settings.on_status, label)  # a display's line names the call
     try:
         with client.channel.tracing.task(task_id, saved) as trace:  # the wait's span, when the client traces
             final = _waited(client, task, settings, trace)
@@ -190,9 +194,13 @@ def _waited(client: Client, task: str | Status, settings: WaitSettings, trace: T
         watch_of(client.channel).unkeep([task_id])  # polled: its stream (from its creation) is let go
         return wait.run(given)
     except TaskTimeout as timed_out:
-        if settings.cancel_on_timeout:
-            raise _cancelled_after(client, timed_out, task_id) from None
-        raise
+        raised = _cancelled_after(client, timed_out, task_id) if settings.cancel_on_timeout else timed_out
+        label = label_of(client, task_id)  # named by its call, when this client knows it
+        if label is not None:
+            raised = _named(raised, label)
+        if raised is timed_out:
+            raise
+        raise raised from None
     except KeyboardInterrupt as interrupt:
         if hasattr(interrupt, "add_note"):  # Python 3.11+
             interrupt.add_note(
@@ -222,6 +230,19 @@ def _followed(wait: TaskWait, given: Status | None) -> Status:
         return member.final
     finally:
         group.close()
+
+
+def _named(timed_out: TaskTimeout, label: str) -> TaskTimeout:
+    """`timed_out` naming its task by its call (`label`)."""
+    timeout = timed_out.data["timeoutMs"] / 1000
+    return TaskTimeout(
+        timed_out.data["taskId"],
+        timeout,
+        timed_out.status,
+        cancelled=timed_out.cancelled,
+        pending=timed_out.pending,
+        label=label,
+    )
 
 
 def _cancelled_after(client: Client, timed_out: TaskTimeout, task_id: str) -> TaskTimeout:

@@ -22,7 +22,7 @@ HINTS: tuple[tuple[str, str | Rewrite], ...] = (
         " (without --timeout it waits as long as it takes)",
     ),
     (r" \(cancel_on_timeout\)", ""),
-    # a 2025-era server's unknown task (_tasks/_protocol.py)
+    # a 2025-era server's unknown task (_tasks/_legacy.py)
     (
         r"join that session with Client\.http\(url, session_id=status\.session_id\)",
         "join that session with --session SESSION_ID (printed with the task's id)",

@@ -1,8 +1,8 @@
 """The mcp-tasks command: call tools that may run as tasks, wait for them, and script with it.
 
 The result alone goes to stdout (JSON); status lines, prompts and messages go to stderr. The
-parser and its help are in `_parser`, the TARGET in `_target`, authorization in
-`_auth`, what is written in `_console`, the task store in `_store`.
+parser and its help are in `_parser`, the TARGET in `_target`, finding a task in `_locate`,
+authorization in `_auth`, what is written in `_console`, the task store in `_store`.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from mcp_tasks._errors import (
 )
 from mcp_tasks._input import InputHandlers
 from mcp_tasks._printable import printable
-from mcp_tasks._redact import redact_ids, short_id, shown_endpoint
+from mcp_tasks._redact import redact_ids, short_id
 from mcp_tasks._status import Status
 from mcp_tasks._store import StoreError
 from mcp_tasks._tasks import WaitOptions, await_task, call_tool, cancel_task, get_task, resume, server_supports
@@ -50,19 +50,14 @@ from mcp_tasks.cli._codes import (
 from mcp_tasks.cli._console import Console
 from mcp_tasks.cli._detach import esc_detaches, leave, resume_hint
 from mcp_tasks.cli._hints import in_cli_terms
-from mcp_tasks.cli._ids import ambiguous, is_short_form, matching
 from mcp_tasks.cli._keys import Detached
+from mcp_tasks.cli._locate import from_store
 from mcp_tasks.cli._parser import UsageError, build_parser
 from mcp_tasks.cli._store import (
     close_store,
     existing_store,
-    find_task,
     list_tasks,
-    lookup_store,
-    named_store,
-    names_store,
     store_options,
-    where,
 )
 from mcp_tasks.cli._target import check_target, kind_of, load_server
 from mcp_tasks.cli._text import no_such_task, task_support, tied_to_command
@@ -107,73 +102,6 @@ def _connect(args: argparse.Namespace, handlers: InputHandlers, tracing: Tracing
         return Client.direct(load_server(args.target), input_handlers=handlers, **options)
     argv = shlex.split(args.target)
     return Client.stdio(argv[0], argv[1:], input_handlers=handlers, **options)
-
-
-def _from_store(args: argparse.Namespace) -> None:
-    """Open the command's store; for ``wait TASK_ID`` with no TARGET, find the task's endpoint
-    there; with a TARGET, a TASK_ID in short form (or a prefix) is looked up there too.
-    """
-    if args.command == "wait" and args.task_id is None:
-        if args.target is None:
-            raise UsageError("wait needs a TASK_ID (and a TARGET, unless the task store knows it)")
-        args.target, args.task_id = None, args.target
-    if args.command not in ("call", "wait", "get", "cancel"):
-        return
-    if args.target is not None:
-        check_target(args.target)
-        if args.command != "call":
-            args.task_id = _full_id(args)
-        if args.command in ("call", "wait"):
-            args.store_opened = named_store(args)
-        return
-    args.store_opened = existing_store(args)
-    if args.store_opened is None:
-        raise UsageError(f"no task {args.task_id!r}: there is no task store yet (give the TARGET too)")
-    try:
-        ref = find_task(args.store_opened, args.task_id)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    if kind_of(ref.endpoint) != "http":
-        raise UsageError(
-            f"task {short_id(ref.task_id)} ran on {ref.endpoint!r}, a server that lived in the process that started "
-            "it: it cannot be resumed from here"
-        )
-    args.target, args.task_id, args.tool, args.ref = ref.endpoint, ref.task_id, ref.tool, ref
-    if getattr(args, "session", None) is None and ref.era == "legacy":
-        args.session = ref.session_id
-
-
-def _full_id(args: argparse.Namespace) -> str:
-    """The TASK_ID given with a TARGET, made whole from the task store when it is in short form
-    (``e294…b175``) or a prefix of one unfinished task of that TARGET there; else as given.
-    """
-    wanted = str(args.task_id)
-    try:
-        store = lookup_store(args)
-        refs = [ref for ref in store.unfinished() if ref.endpoint == args.target] if store is not None else []
-    except StoreError:
-        if is_short_form(wanted) or names_store(args):
-            raise
-        return wanted  # a whole id needs no store: an unreadable default one is not this command's business
-    whole = [ref for ref in refs if ref.task_id == wanted]
-    if whole:
-        args.tool, args.ref = whole[0].tool, whole[0]
-        return wanted
-    found = matching(wanted, refs, lambda ref: ref.task_id)
-    if len(found) == 1:
-        args.tool, args.ref = found[0].tool, found[0]
-        if getattr(args, "session", None) is None and found[0].era == "legacy":
-            args.session = found[0].session_id
-        return found[0].task_id
-    place = f"{where(store)} (on {shown_endpoint(args.target)})" if store is not None else ""
-    if len(found) > 1:
-        raise UsageError(ambiguous(wanted, [ref.task_id for ref in found], place))
-    if is_short_form(wanted):
-        raise UsageError(
-            f"no task {wanted!r} in {place or 'a task store (there is none)'}: the server needs the whole id "
-            "(mcp-tasks tasks --json shows it)"
-        )
-    return wanted
 
 
 # -- the commands --------------------------------------------------------------------------------
@@ -268,7 +196,7 @@ def _run(args: argparse.Namespace, console: Console, state: dict[str, str], trac
         return EXIT_OK
     if args.command == "adopt":
         return EXIT_OK if not run_adopt(args, auth_of(args), dict(args.header) or None) else EXIT_FAILED
-    _from_store(args)
+    from_store(args)
     if getattr(args, "detach", False) and kind_of(args.target) != "http":
         raise UsageError(
             f"--detach/--no-wait needs an http(s) target: on this one {tied_to_command(kind_of(args.target))}"

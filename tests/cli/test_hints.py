@@ -72,7 +72,7 @@ def test_every_library_hint_the_command_shows_is_in_cli_terms() -> None:
     assert "No input handler for the server's" in source
     said = in_cli_terms("No input handler for the server's sampling request")
     assert said == "mcp-tasks cannot answer the server's sampling request (it answers form and URL questions)"
-    assert "session_id=status.session_id" in (ROOT / "mcp_tasks" / "_tasks" / "_protocol.py").read_text()
+    assert "session_id=status.session_id" in (ROOT / "mcp_tasks" / "_tasks" / "_legacy.py").read_text()
     said = in_cli_terms("it only: join that session with Client.http(url, session_id=status.session_id))")
     assert said == "it only: join that session with --session SESSION_ID (printed with the task's id))"
 

@@ -90,7 +90,7 @@ def test_ids_sharing_a_prefix_are_listed_apart_and_taken_in_short_form(
     assert json.loads(run("get", alike.url, ascii_form, "--store", store).stdout)["taskId"] == first
     waited = run("wait", short_id(first), "--store", store, "--timeout", "0.2")  # no TARGET: the store says
     assert waited.returncode == cli.EXIT_TIMEOUT, waited.stderr
-    assert f"Task {short_id(first)} did not finish" in waited.stderr
+    assert f"Task hold {short_id(first)} did not finish" in waited.stderr  # named by its kept call
 
     ambiguous = run("get", alike.url, PREFIX[:8], "--store", store)
     assert ambiguous.returncode == cli.EXIT_USAGE
