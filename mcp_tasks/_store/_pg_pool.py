@@ -59,9 +59,10 @@ class Pools:
     def _new(self, size: int | None = None, name: str = "mcp_tasks-postgres") -> ConnectionPool[Conn]:
         timeout_ms = int(self._busy_timeout * 1000)
 
-        def configure(conn: Conn) -> None:
+        def configure(conn: Conn) -> None:  # in autocommit: one round trip, not three (BEGIN, SET, COMMIT)
+            conn.autocommit = True
             conn.execute(f"SET statement_timeout = {timeout_ms}")
-            conn.commit()
+            conn.autocommit = False
 
         pool: ConnectionPool[Conn] = _prompt_pool()(
             self._conninfo,
