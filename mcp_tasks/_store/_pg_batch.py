@@ -60,12 +60,14 @@ def _lock_leases(conn: Conn, t: Tables, task_ids: Sequence[str]) -> None:
 
 
 def renew_many(conn: Conn, t: Tables, pairs: Sequence[tuple[str, str]], ttl: float) -> list[bool]:
-    """Extend each ``(task_id, holder)`` lease its holder still holds; for each, whether it did."""
-    _lock_leases(conn, t, [task_id for task_id, _ in pairs])
+    """Extend each ``(task_id, holder)`` lease its holder still holds; for each, whether it did.
+    One statement (one round trip in autocommit), its rows locked in the order of their ids.
+    """
     rows = conn.execute(
-        f"UPDATE {t.leases} AS l SET expires = {_EXPIRES} "
-        "FROM unnest(%(ts)s::text[], %(hs)s::text[]) AS r(task_id, holder) "
-        "WHERE l.task_id = r.task_id AND l.holder = r.holder RETURNING l.task_id, l.holder",
+        f"UPDATE {t.leases} AS l SET expires = {_EXPIRES} FROM (SELECT k.task_id FROM {t.leases} AS k "
+        "JOIN unnest(%(ts)s::text[], %(hs)s::text[]) AS r(task_id, holder) "
+        "ON k.task_id = r.task_id AND k.holder = r.holder ORDER BY k.task_id FOR UPDATE OF k) AS r "
+        "WHERE l.task_id = r.task_id RETURNING l.task_id, l.holder",
         {"ttl": float(ttl), "ts": [task_id for task_id, _ in pairs], "hs": [holder for _, holder in pairs]},
     ).fetchall()
     kept = {(row[0], row[1]) for row in rows}

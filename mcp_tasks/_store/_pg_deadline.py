@@ -90,22 +90,30 @@ class Cut:
         """The call is over: its socket is never shut from here on. True when it was."""
         return self._dog.release(self)
 
-    def run(self, conn: Conn, work: Callable[[Conn], T], statement_ms: int | None = None) -> T:
+    def run(self, conn: Conn, work: Callable[[Conn], T], statement_ms: int | None = None, *, single: bool = False) -> T:
         """`work(conn)` and its commit (or rollback) under this watch, its statements bounded by
-        the server too (`statement_ms`: in this transaction); a connection cut is closed.
+        the server too (`statement_ms`: in this transaction); a connection cut is closed. A
+        `single` statement runs in autocommit: one round trip, where a transaction takes three
+        or four (BEGIN, the bound, the statement, COMMIT), which on a slow link is seconds.
         """
         import psycopg
 
         self.attach(conn.pgconn.socket)
         try:
             try:
+                if single:
+                    conn.autocommit = True
+                    try:
+                        return work(conn)
+                    finally:
+                        _back_to_transactions(conn)
                 if statement_ms is not None:
                     conn.execute(f"SET LOCAL statement_timeout = {int(statement_ms)}".encode())
                 result = work(conn)
                 conn.commit()
                 return result
             except BaseException:
-                if not self.fired:
+                if not self.fired and not single:
                     try:
                         conn.rollback()
                     except psycopg.Error:
@@ -218,6 +226,18 @@ class _Watching:
             self._hurry.__exit__(None, None, None)
         finally:
             self._cut.close()
+
+
+def _back_to_transactions(conn: Conn) -> None:
+    """Leave `conn` out of autocommit for the pool's next caller (closed if it cannot be)."""
+    import psycopg
+
+    if conn.closed:
+        return
+    try:
+        conn.autocommit = False
+    except psycopg.Error:
+        conn.close()  # never pooled in autocommit: a transaction of many statements would not be one
 
 
 def _shut(fd: int) -> None:

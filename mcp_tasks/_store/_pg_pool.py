@@ -54,23 +54,25 @@ class Pools:
         self._inherited: list[ConnectionPool[Conn]] = []  # a parent's pools: kept from the garbage collector
         self._pid = os.getpid()
         self._pool = self._new()
+        self._line: ConnectionPool[Conn] | None = self._new(1, "mcp_tasks-postgres-line")
 
-    def _new(self) -> ConnectionPool[Conn]:
+    def _new(self, size: int | None = None, name: str = "mcp_tasks-postgres") -> ConnectionPool[Conn]:
         timeout_ms = int(self._busy_timeout * 1000)
 
-        def configure(conn: Conn) -> None:
+        def configure(conn: Conn) -> None:  # in autocommit: one round trip, not three (BEGIN, SET, COMMIT)
+            conn.autocommit = True
             conn.execute(f"SET statement_timeout = {timeout_ms}")
-            conn.commit()
+            conn.autocommit = False
 
         pool: ConnectionPool[Conn] = _prompt_pool()(
             self._conninfo,
             min_size=1,
-            max_size=self._size,
+            max_size=self._size if size is None else size,
             kwargs=self._connect,
             configure=configure,
-            name="mcp_tasks-postgres",
+            name=name,
             timeout=self._busy_timeout,
-            num_workers=2,
+            num_workers=2 if size is None else 1,
             open=False,
         )
         pool.open(wait=False)
@@ -81,12 +83,28 @@ class Pools:
         if self._pid != os.getpid():
             with self._lock:
                 if self._pid != os.getpid():
-                    self._inherited.append(self._pool)
-                    self._pool = self._new()
+                    self._inherited += [self._pool] if self._line is None else [self._pool, self._line]
+                    self._pool, self._line = self._new(), None
                     self._pid = os.getpid()
         return self._pool
+
+    def line(self) -> ConnectionPool[Conn]:
+        """The lease renewals' own connection (a pool of one, opened with the store, reopened in
+        the background, threads ``mcp_tasks-postgres-line…``): a renewal never waits behind the
+        store's other calls for a pooled connection (on a slow link, longer than its lease had
+        left), nor opens one over the slow link when its turn comes.
+        """
+        self.get()  # a forked child's line is its own too
+        with self._lock:
+            if self._line is None:
+                self._line = self._new(1, "mcp_tasks-postgres-line")
+            return self._line
 
     def close(self) -> None:
         """Close this process's pool (joining its threads); a parent's is left to the parent."""
         if self._pid == os.getpid():
+            with self._lock:
+                line, self._line = self._line, None
+            if line is not None:
+                line.close()
             self._pool.close()

@@ -121,11 +121,11 @@ class PostgresTaskStore(PgIntents):
     def _error(self, exc: Exception, doing: str = "cannot use it") -> StoreError:
         return pg_error(exc, f"the task store on {self.server}, schema {self.schema}", self._conninfo, doing)
 
-    def _run(self, work: Callable[[Conn], T]) -> T:
-        """`work` in one transaction of a pooled connection, within `busy_timeout` or the caller's
-        bound (`store_deadline`), on the client's clock: a server silent at the deadline has its
-        connection cut (`Deadlines`); a serialization failure, a deadlock or a broken connection
-        is tried again in that time; any other failure is a `StoreError` naming the server.
+    def _run(self, work: Callable[[Conn], T], *, single: bool = False, line: bool = False) -> T:
+        """`work` in a transaction of a pooled connection (`line`: the renewals' own; `single`: one
+        statement, autocommit), within `busy_timeout` or the caller's bound, on the client's clock:
+        a connection silent at the deadline is cut (`Deadlines`); a serialization failure, deadlock
+        or broken connection is tried again meanwhile; any other failure is a `StoreError`.
         """
         import psycopg
         from psycopg_pool import PoolTimeout
@@ -143,9 +143,9 @@ class PostgresTaskStore(PgIntents):
             try:
                 with (
                     self._deadlines.watching(max(deadline, time.monotonic() + LAST_TRY_MS / 1000)) as cut,
-                    self._pools.get().connection(timeout=max(left, 0.001)) as conn,
+                    (self._pools.line() if line else self._pools.get()).connection(timeout=max(left, 0.001)) as conn,
                 ):
-                    return cut.run(conn, work, max(int(left * 1000), LAST_TRY_MS) if bounded else None)
+                    return cut.run(conn, work, max(int(left * 1000), LAST_TRY_MS) if bounded else None, single=single)
             except StoreError as exc:
                 if cut.fired:
                     raise StoreError(f"the task store on {self.server}: {exc}") from None
@@ -189,7 +189,7 @@ class PostgresTaskStore(PgIntents):
             if prune:
                 self._prune(conn)
 
-        self._run(work)
+        self._run(work, single=holder is None and not prune)
 
     def _prune(self, conn: Conn) -> None:
         gone = conn.execute(
@@ -217,7 +217,7 @@ class PostgresTaskStore(PgIntents):
             row = conn.execute(f"SELECT ref FROM {self._tasks} WHERE task_id = %s".encode(), (task_id,)).fetchone()
             return TaskRef.from_json(row[0]) if row is not None else None
 
-        return self._run(work)
+        return self._run(work, single=True)
 
     def unfinished(self) -> list[TaskRef]:
         """See `TaskStore.unfinished`."""
@@ -226,7 +226,7 @@ class PostgresTaskStore(PgIntents):
             query = f"SELECT ref FROM {self._tasks} WHERE NOT finished ORDER BY created_at, task_id"
             return [TaskRef.from_json(row[0]) for row in conn.execute(query.encode()).fetchall()]
 
-        return self._run(work)
+        return self._run(work, single=True)
 
     def forget(self, task_id: str) -> None:
         """See `TaskStore.forget`."""
@@ -238,7 +238,7 @@ class PostgresTaskStore(PgIntents):
                 {"t": task_id},
             )
 
-        self._run(work)
+        self._run(work, single=True)
 
     # -- the ledger ----------------------------------------------------------------------------
 
@@ -282,7 +282,7 @@ class PostgresTaskStore(PgIntents):
                 (task_id, names),
             )
 
-        self._run(work)
+        self._run(work, single=holder is None)
 
     def unacknowledged(self, task_id: str) -> dict[str, Any]:
         """See `TaskStore.unacknowledged`."""
@@ -294,7 +294,7 @@ class PostgresTaskStore(PgIntents):
             ).fetchall()
             return {key: json.loads(response) for key, response in rows}
 
-        return self._run(work)
+        return self._run(work, single=True)
 
     # -- leases --------------------------------------------------------------------------------
 
@@ -304,8 +304,7 @@ class PostgresTaskStore(PgIntents):
         def work(conn: Conn) -> bool:
             taken = conn.execute(
                 f"INSERT INTO {self._leases} AS l VALUES (%(t)s, %(h)s, now() + make_interval(secs => %(ttl)s::float8))"
-                " "
-                "ON CONFLICT (task_id) DO UPDATE SET holder = EXCLUDED.holder, expires = EXCLUDED.expires "
+                " ON CONFLICT (task_id) DO UPDATE SET holder = EXCLUDED.holder, expires = EXCLUDED.expires "
                 "WHERE l.holder = EXCLUDED.holder OR l.expires <= now() RETURNING holder",
                 {"t": task_id, "h": holder, "ttl": float(ttl)},
             ).fetchone()
@@ -337,7 +336,7 @@ class PostgresTaskStore(PgIntents):
             )
             return done.rowcount == 1
 
-        return self._run(work)
+        return self._run(work, single=True, line=True)
 
     def renew_many(self, leases: Sequence[tuple[str, str]], ttl: float) -> list[bool]:
         """Renew many leases in one statement (each ``(task_id, holder)`` as `renew` would): for
@@ -345,7 +344,9 @@ class PostgresTaskStore(PgIntents):
         a time without it.
         """
         pairs = [(str(task_id), str(holder)) for task_id, holder in leases]
-        return self._run(lambda conn: batch.renew_many(conn, self._t, pairs, ttl)) if pairs else []
+        return (
+            self._run(lambda conn: batch.renew_many(conn, self._t, pairs, ttl), single=True, line=True) if pairs else []
+        )
 
     def acquire_many(self, task_ids: Iterable[str], holder: str, ttl: float) -> set[str]:
         """Take the leases of many tasks for `holder` in one transaction (each as `acquire` would,
@@ -362,7 +363,7 @@ class PostgresTaskStore(PgIntents):
         def work(conn: Conn) -> None:
             conn.execute(f"DELETE FROM {self._leases} WHERE task_id = %s AND holder = %s".encode(), (task_id, holder))
 
-        self._run(work)
+        self._run(work, single=True)
 
     def release_many(self, leases: Sequence[tuple[str, str]]) -> None:
         """Free many leases in one statement (each ``(task_id, holder)`` as `release` would).

@@ -41,6 +41,26 @@ def renewal_bound(lapse: float, now: float) -> float:
     return min(lapse, now + max(RENEW_PATIENCE, (lapse - now) / 3))
 
 
+class Failures:
+    """The renewals that failed in a row, per store: an outage is said twice (a warning when the
+    first fails, one with the count when a renewal succeeds again), each failure in between at
+    debug level, not a warning every second for as long as it lasts.
+    """
+
+    def __init__(self) -> None:
+        self.count: dict[int, int] = {}
+
+    def failed(self, store: TaskStore) -> bool:
+        """A renewal in `store` failed: True when it is the first in a row (warn)."""
+        key = id(store)
+        self.count[key] = self.count.get(key, 0) + 1
+        return self.count[key] == 1
+
+    def renewed(self, store: TaskStore) -> int:
+        """A renewal in `store` succeeded: how many had failed in a row before (0: none, say nothing)."""
+        return self.count.pop(id(store), 0)
+
+
 class Lease:
     """A lease a wait holds on a task: renewed in the background until let go; `lost` once a
     renewal found another holder (the lease had lapsed and was taken).
@@ -71,6 +91,7 @@ class Renewer:
         self.wake = threading.Condition()
         self.thread: threading.Thread | None = None
         self.stopping = False
+        self.failures = Failures()  # written by its thread only
 
     def hold(self, store: TaskStore, task_id: str, holder: str, ttl: float, taken_at: float | None = None) -> Lease:
         """Keep renewing the lease `holder` has taken on `task_id` in `store`, until `let_go`
@@ -170,8 +191,18 @@ class Renewer:
                 due.setdefault((id(lease.store), lease.ttl), []).append(lease)
         return [batch for batch in due.values() if any(now - lease.renewed >= lease.ttl / 3 for lease in batch)]
 
-    @staticmethod
-    def _renew_batch(batch: list[Lease], many: Any) -> None:
+    def _failed(self, store: TaskStore, what: str, exc: Exception) -> None:
+        if self.failures.failed(store):
+            log.warning("%s: %s (said once; renewals go on, each tried again soon)", what, exc)
+        else:
+            log.debug("%s (%d failed in a row): %s", what, self.failures.count[id(store)], exc)
+
+    def _succeeded(self, store: TaskStore) -> None:
+        failed = self.failures.renewed(store)
+        if failed:
+            log.warning("leases renewed again in %r, after %d failed renewal(s)", store, failed)
+
+    def _renew_batch(self, batch: list[Lease], many: Any) -> None:
         """Renew `batch` (one store, one ttl) with the store's ``renew_many``: one round trip."""
         started = time.monotonic()
         first = batch[0]
@@ -181,8 +212,9 @@ class Renewer:
                 kept = list(many([(lease.task_id, lease.holder) for lease in batch], first.ttl))
             if len(kept) != len(batch):
                 raise ValueError(f"renew_many returned {len(kept)} answers for {len(batch)} leases")
+            self._succeeded(first.store)
         except Exception as exc:  # try again soon, one by one if it goes on
-            log.warning("could not renew %d leases: %s", len(batch), exc)
+            self._failed(first.store, f"could not renew {len(batch)} leases", exc)
             for lease in batch:
                 lease.renewed = max(lease.renewed, started - lease.ttl / 3 + min(lease.ttl / 6, RENEW_PATIENCE))
             return
@@ -193,17 +225,17 @@ class Renewer:
                 lease.lost = True
                 log.info("task %s: its lease lapsed and another wait took it", short_id(lease.task_id))
 
-    @staticmethod
-    def _renew(lease: Lease) -> None:
+    def _renew(self, lease: Lease) -> None:
         started = time.monotonic()
         try:
             # No use once it has lapsed; a slow store is given a third of the time left.
             with store_deadline(renewal_bound(lease.renewed + lease.ttl, started)):
                 kept = lease.store.renew(lease.task_id, lease.holder, lease.ttl)
         except Exception as exc:  # try again soon; the lease lapses if this goes on for its ttl
-            log.warning("task %s: could not renew its lease: %s", short_id(lease.task_id), exc)
+            self._failed(lease.store, f"task {short_id(lease.task_id)}: could not renew its lease", exc)
             lease.renewed = max(lease.renewed, started - lease.ttl / 3 + min(lease.ttl / 6, RENEW_PATIENCE))
             return
+        self._succeeded(lease.store)
         if kept:
             lease.renewed = started
         else:

@@ -21,7 +21,7 @@ from mcp_tasks._clock import Deadline, get_sliced
 from mcp_tasks._store import CLAIM_METHOD, TaskStore, new_holder
 from mcp_tasks._store._protocol import check_store
 from mcp_tasks._tasks._driver import TaskFuture
-from mcp_tasks._tasks._follower import Ended, Follower, claim_followable, group_refs
+from mcp_tasks._tasks._follower import Ended, Follower, Unreached, claim_followable, group_refs
 from mcp_tasks._tasks._forever import adopted_forever
 from mcp_tasks._tasks._options import WaitSettings, settings_of
 from mcp_tasks._tasks._record import Claim
@@ -130,7 +130,7 @@ def _adopted(
             item = get_sliced(ended, None)
             if isinstance(item, Follower):
                 running -= 1
-            else:
+            elif not isinstance(item, Unreached):  # one pass: its failures are the futures that follow
                 yield item
     finally:
         for follower in followers:

@@ -11,7 +11,10 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+from collections.abc import Callable
 from typing import Union
+
+import attrs
 
 from mcp_tasks._client import Client
 from mcp_tasks._clock import Deadline
@@ -26,7 +29,7 @@ from mcp_tasks._tasks._record_many import release_all
 from mcp_tasks._tasks._records import endpoint_of
 from mcp_tasks._threads import start_thread
 
-__all__ = ["Ended", "Follower", "FollowerKey", "claim_followable", "group_refs"]
+__all__ = ["Ended", "Follower", "FollowerKey", "Unreached", "claim_followable", "group_refs"]
 
 log = logging.getLogger("mcp_tasks")
 
@@ -41,11 +44,13 @@ def claim_followable(
     deadline: Deadline,
     client: Client | None,
     claimed: list[TaskRef] | None = None,
+    resting: Callable[[str], bool] | None = None,
 ) -> list[TaskRef]:
     """Claim up to `limit` tasks this call can follow. Those it cannot (see `_unreachable`) are
     held while it claims again for their places (a claim skips what its holder holds), so they
     do not crowd out the others; then they are freed together, with one warning. `claimed`:
     where each ref claimed goes as soon as it is, for a caller interrupted meanwhile to free.
+    Those `resting` (their server unreachable a moment ago) are freed so too, quietly.
     """
     mine = endpoint_of(client.channel) if client is not None else None
     followed: list[TaskRef] = []
@@ -58,7 +63,7 @@ def claim_followable(
             if claimed is not None:
                 claimed.extend(refs)
             for ref in refs:
-                why = _unreachable(ref, mine)
+                why = RESTING if resting is not None and resting(ref.task_id) else _unreachable(ref, mine)
                 if why is None:
                     followed.append(ref)
                 else:
@@ -66,9 +71,16 @@ def claim_followable(
             if len(refs) < wanted:
                 break  # nothing more is free
     for why, refs in skipped.items():
+        if why == RESTING:
+            log.debug("adopt: %d task(s) %s, freed unfollowed", len(refs), why)
+            release_all(store, holder, {ref.task_id for ref in refs})
+            continue
         log.warning("adopt: %d task(s) cannot be followed here, their leases are freed: %s", len(refs), why)
         release_all(store, holder, {ref.task_id for ref in refs})
     return followed
+
+
+RESTING = "resting, their server unreachable a moment ago"
 
 
 def _unreachable(ref: TaskRef, mine: str | None) -> str | None:
@@ -93,8 +105,19 @@ def group_refs(refs: list[TaskRef], client: Client | None) -> dict[FollowerKey, 
     return by_session
 
 
-Ended = Union[TaskFuture, "Follower"]
-"""What a follower puts on its queue: a future as its task ends, itself once it is over."""
+@attrs.frozen
+class Unreached:
+    """The tasks a follower could not follow, their server unreachable (put on its queue before
+    their futures, so that they rest before the room they leave is claimed again).
+    """
+
+    task_ids: tuple[str, ...]
+    endpoint: str
+    error: McpError
+
+
+Ended = Union[TaskFuture, "Follower", Unreached]
+"""What a follower puts on its queue: a future as its task ends, `Unreached`, itself once it is over."""
 
 
 class Follower:
@@ -179,6 +202,7 @@ class Follower:
                     try:
                         group.add([ref.task_id for ref in refs], claimed=claim)
                     except McpError as exc:  # the endpoint cannot be reached, or negotiated with
+                        self.ended.put(Unreached(tuple(ref.task_id for ref in refs), refs[0].endpoint, exc))
                         for ref in refs:
                             self._put(settled_future(self.client, ref.task_id, ref.last_status, exc))
                         return

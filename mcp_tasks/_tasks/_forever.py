@@ -17,9 +17,9 @@ from mcp_tasks._client import Client
 from mcp_tasks._clock import Deadline, get_sliced
 from mcp_tasks._store import StoreError, TaskRef, TaskStore, lease_ttl_of, new_holder
 from mcp_tasks._tasks._driver import TaskFuture
-from mcp_tasks._tasks._follower import Ended, Follower, FollowerKey, claim_followable, group_refs
+from mcp_tasks._tasks._follower import Ended, Follower, FollowerKey, Unreached, claim_followable, group_refs
 from mcp_tasks._tasks._options import WaitSettings
-from mcp_tasks._tasks._pace import BACKOFF_MOST, Pace, claim_interval
+from mcp_tasks._tasks._pace import BACKOFF_MOST, REST_FIRST, REST_MOST, Pace, Rests, claim_interval
 from mcp_tasks._tasks._record import Claim
 from mcp_tasks._tasks._record_many import release_all
 from mcp_tasks._threads import join_all
@@ -107,13 +107,14 @@ def adopted_forever(
     deadline = Deadline(settings.timeout)
     holder = new_holder()
     pace = Pace(limit, claim_interval(lease_ttl_of(store)))
+    rests = Rests()
     fleet = _Fleet(client, auth, headers, settings, listen, deadline)
     try:
         while not deadline.expired():
             now = time.monotonic()
             wanted = pace.wanted(now)
             if wanted:
-                _claim(store, holder, wanted, client, pace, fleet, deadline)
+                _claim(store, holder, wanted, client, pace, fleet, deadline, rests)
             try:
                 item = get_sliced(fleet.ended, deadline.bound(pace.wait(time.monotonic())))
             except queue.Empty:
@@ -121,8 +122,14 @@ def adopted_forever(
             if isinstance(item, Follower):
                 fleet.over(item)
                 pace.ended(item.freed)
+            elif isinstance(item, Unreached):
+                _rest(rests, item)
             else:
                 pace.ended()
+                if item.task_id is not None and not rests.resting(
+                    item.task_id, time.monotonic()
+                ):  # followed to its end
+                    rests.ended(item.task_id)
                 yield item
     finally:
         fleet.stop()
@@ -133,8 +140,33 @@ def adopted_forever(
                 break
 
 
+def _rest(rests: Rests, unreached: Unreached) -> None:
+    """The tasks of a server that could not be reached rest (said once per task, at debug after)."""
+    now = time.monotonic()
+    first = [task_id for task_id in unreached.task_ids if rests.failed(task_id, now)]
+    if first:
+        log.warning(
+            "adopt: %d task(s) on %s cannot be reached; each rests before it is tried again "
+            "(%.0f s, doubling up to %.0f s): %s",
+            len(first),
+            unreached.endpoint,
+            REST_FIRST,
+            REST_MOST,
+            unreached.error,
+        )
+    else:
+        log.debug("adopt: %d task(s) on %s still cannot be reached", len(unreached.task_ids), unreached.endpoint)
+
+
 def _claim(
-    store: TaskStore, holder: str, wanted: int, client: Client | None, pace: Pace, fleet: _Fleet, deadline: Deadline
+    store: TaskStore,
+    holder: str,
+    wanted: int,
+    client: Client | None,
+    pace: Pace,
+    fleet: _Fleet,
+    deadline: Deadline,
+    rests: Rests,
 ) -> None:
     """Claim up to `wanted` tasks and hand them to their followers; a store that fails is backed off."""
     claim = Claim(holder, time.monotonic())
@@ -142,7 +174,16 @@ def _claim(
     try:
         try:
             patience = min(CLAIM_PATIENCE, lease_ttl_of(store))
-            refs = claim_followable(store, holder, wanted, Deadline(deadline.bound(patience)), client, claimed)
+            now = time.monotonic()
+            refs = claim_followable(
+                store,
+                holder,
+                wanted,
+                Deadline(deadline.bound(patience)),
+                client,
+                claimed,
+                lambda task_id: rests.resting(task_id, now),
+            )
         except StoreError as exc:
             if pace.failed(time.monotonic()):
                 log.warning(

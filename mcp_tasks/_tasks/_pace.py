@@ -1,14 +1,15 @@
 """The decisions of a worker that runs for ever (`adopt(forever=True)`), with no I/O: when it
 claims next, how many tasks it asks for (only the places its `limit` leaves), and how long it
 waits before asking a store that failed again (a bounded exponential backoff). It also tells
-its shell when an outage begins and ends, so that each is said once.
+its shell when an outage begins and ends, so that each is said once; and which tasks rest,
+their server unreachable, before they are followed again (`Rests`).
 """
 
 from __future__ import annotations
 
 import attrs
 
-__all__ = ["BACKOFF_FIRST", "BACKOFF_MOST", "CLAIM_EVERY", "Pace", "claim_interval"]
+__all__ = ["BACKOFF_FIRST", "BACKOFF_MOST", "CLAIM_EVERY", "REST_FIRST", "REST_MOST", "Pace", "Rests", "claim_interval"]
 
 CLAIM_EVERY = 1.0
 """Seconds between claims at most: an orphan is claimed within about a second of its lease lapsing."""
@@ -16,6 +17,10 @@ BACKOFF_FIRST = 0.5
 """Seconds before the first claim after a store failed."""
 BACKOFF_MOST = 5.0
 """Seconds between claims at most while the store keeps failing."""
+REST_FIRST = 5.0
+"""Seconds a task whose server could not be reached rests before it is followed again."""
+REST_MOST = 300.0
+"""Seconds such a task rests at most, its server failing every time (doubling from `REST_FIRST`)."""
 
 
 def claim_interval(lease_ttl: float) -> float:
@@ -71,3 +76,31 @@ class Pace:
         if self.held >= self.limit:
             return None
         return max(self.due - now, 0.0)
+
+
+@attrs.define
+class Rests:
+    """Tasks whose server could not be reached, resting before they are followed again: a
+    claim that takes one frees it unfollowed, so an unreachable server is not tried (and its
+    tasks failed) at every claim. Each rests `REST_FIRST` seconds after its first failure,
+    doubling up to `REST_MOST`; a task followed to its end is forgotten.
+    """
+
+    until: dict[str, float] = attrs.field(factory=dict)
+    failures: dict[str, int] = attrs.field(factory=dict)
+
+    def failed(self, task_id: str, now: float) -> bool:
+        """`task_id`'s server could not be reached: it rests. True the first time (say so once)."""
+        count = self.failures.get(task_id, 0) + 1
+        self.failures[task_id] = count
+        self.until[task_id] = now + min(REST_FIRST * 2.0 ** min(count - 1, 16), REST_MOST)
+        return count == 1
+
+    def resting(self, task_id: str, now: float) -> bool:
+        """Whether `task_id` rests still (a claim of it frees it unfollowed)."""
+        return self.until.get(task_id, now) > now
+
+    def ended(self, task_id: str) -> None:
+        """`task_id` was followed to its end: nothing of it is kept."""
+        self.until.pop(task_id, None)
+        self.failures.pop(task_id, None)
