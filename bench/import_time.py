@@ -21,6 +21,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench._results import Results  # noqa: E402
 
 HELP = "import sys\nfrom mcp_tasks.cli import main\nsys.argv = ['mcp-tasks', '--help']\nmain()"
 
@@ -50,7 +53,9 @@ def main() -> None:
     """Run the cases and print the table."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument("--json", metavar="PATH", help="also write the results there (bench/results/)")
     args = parser.parse_args()
+    results = Results("import_time", args.json, {"runs": args.runs})
     for _, code in CASES:  # warm the file cache and the .pyc files
         wall(code)
     samples: list[list[float]] = [[] for _ in CASES]
@@ -63,6 +68,8 @@ def main() -> None:
     print(f"{'case':<52} {'ms':>8} {'/ requests':>11}")
     for (name, _), median in zip(CASES, medians, strict=True):
         print(f"{name:<52} {median * 1000:8.1f} {median / baseline:10.2f}x")
+        results.add(case=name, ms=round(median * 1000, 1), requests=round(median / baseline, 2))
+    results.write()
 
 
 if __name__ == "__main__":

@@ -268,6 +268,15 @@ def _fleet_faults(data: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _imports(data: dict[str, Any]) -> list[str]:
+    return [
+        "What starting costs: the median wall time of a fresh interpreter for each case, against",
+        "one that imports `requests` in the same run (each name of `mcp_tasks` loads on first use).",
+        "",
+        *table(["case", "ms", "× import requests"], ([r["case"], r["ms"], r["requests"]] for r in data["rows"])),
+    ]
+
+
 class Section(NamedTuple):
     """One bench's part of the page: its results file, its title, how its rows are shown."""
 
@@ -285,7 +294,7 @@ SECTIONS = (
     Section("fleet.json", "A fleet of workers", _fleet),
     Section("fleet_faults.json", "A fleet under faults", _fleet_faults),
     Section("celery_fleet.json", "A Celery fleet"),
-    Section("import_time.json", "Import time"),
+    Section("import_time.json", "Import time", _imports),
 )
 """The page's sections in order; a file not there yet is skipped."""
 
