@@ -149,7 +149,8 @@ def _many(data: dict[str, Any]) -> list[str]:
         "its `late` is an upper bound and its CPU that client's process: see bench/_fastmcp_many.py).",
         "`late`: seconds from the last task ending on the server to the client knowing it; threads:",
         "the library's at the peak; connections: TCP connections to the server at the peak; errors:",
-        "waits that failed (a server overloaded by thousands of polling threads drops requests).",
+        "waits that failed (a server overloaded by thousands of polling threads drops requests);",
+        "streams: listen streams the client opened (merges included).",
         "",
         *table(
             [
@@ -164,6 +165,7 @@ def _many(data: dict[str, Any]) -> list[str]:
                 "gets/task",
                 "connections",
                 "errors",
+                "streams",
             ],
             (
                 [
@@ -178,6 +180,7 @@ def _many(data: dict[str, Any]) -> list[str]:
                     r.get("gets"),
                     r.get("connections"),
                     r.get("errors"),
+                    r.get("opens"),
                 ]
                 for r in data["rows"]
             ),

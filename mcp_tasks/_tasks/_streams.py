@@ -110,7 +110,6 @@ class Streams:
                 continue
             if gather > 0:
                 continue  # gathering on (what was to close or start is done)
-            self._gather.placed()
             with self.changed:
                 batch = set(self._unplaced)
                 self._unplaced.clear()
@@ -118,15 +117,15 @@ class Streams:
                 context, self._context = self._context, None
                 streams = len(self._streams)
                 merged = set(self._streamed)  # wanted ids on the open streams
-            if not batch or self._stop.is_set():
-                continue
-            run = context.run if context is not None else _call
-            if streams < self._cap.streams():
-                run(self._place, Plan(batch, (), streams, self._cap))
-            elif streams == 1 and (self._cap.value is None or len(merged) + len(batch) <= self._cap.value):
-                run(self._place, Plan(batch, merged, streams, self._cap))
-            else:
-                self._place(Plan(batch, (), streams, self._cap))  # no room: polled
+            if batch and not self._stop.is_set():
+                run = context.run if context is not None else _call
+                if streams < self._cap.streams():
+                    run(self._place, Plan(batch, (), streams, self._cap))
+                elif streams == 1 and (self._cap.value is None or len(merged) + len(batch) <= self._cap.value):
+                    run(self._place, Plan(batch, merged, streams, self._cap))
+                else:
+                    self._place(Plan(batch, (), streams, self._cap))  # no room: polled
+            self._gather.placed(time.monotonic())  # (only this thread notices: none came meanwhile)
 
     def _gather_for(self, now: float) -> float:
         """Seconds to gather the ids waiting for a stream on (the lock held): `Gather`'s say."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_tasks._tasks._gather import GATHER, KEEP_GATHER, MERGE_GATHER, Gather
+from mcp_tasks._tasks._gather import GATHER, KEEP_GATHER, MAX_MERGE_GATHER, MERGE_GATHER, MERGE_GROWTH, Gather
 from mcp_tasks._tasks._kept import Kept
 
 
@@ -23,7 +23,7 @@ def test_ids_for_an_open_stream_are_gathered_for_a_merge() -> None:
     gather.notice(100.0)
     assert gather.wait(100.1, streams=1, room=1, capped=False, waited=True) == pytest.approx(MERGE_GATHER - 0.1)
     assert gather.wait(101.0, streams=1, room=1, capped=False, waited=True) == 0.0
-    gather.placed()
+    gather.placed(101.0)
     gather.notice(102.0)  # gathered anew from the next id seen
     assert gather.wait(102.0, streams=1, room=1, capped=False, waited=True) == pytest.approx(MERGE_GATHER)
 
@@ -51,6 +51,48 @@ def test_a_notice_keeps_the_first_time() -> None:
     gather.notice(1.0)
     gather.notice(1.2)
     assert gather.wait(1.2, streams=1, room=1, capped=False, waited=True) == pytest.approx(MERGE_GATHER - 0.2)
+
+
+def burst(gather: Gather, start: float, merges: int, *, waited: bool) -> tuple[float, list[float]]:
+    """`merges` merges of a burst (an id new right after each placement): the time after the
+    last, and each merge's gather."""
+    now, gathers = start, []
+    for _ in range(merges):
+        gather.notice(now)
+        gathered = gather.wait(now, streams=1, room=1, capped=False, waited=waited)
+        gathers.append(gathered)
+        now += gathered
+        gather.placed(now)
+    return now, gathers
+
+
+def test_merges_of_a_burst_gather_longer_each_time_up_to_a_ceiling() -> None:
+    """Issue 36 item 7. Before: every merge gathered 0.25 s, so 10,000 tasks made over a minute
+    reopened their stream some 300 times."""
+    for waited in (False, True):
+        _, gathers = burst(Gather(), 0.0, 8, waited=waited)
+        assert gathers[:3] == pytest.approx([MERGE_GATHER, MERGE_GATHER * MERGE_GROWTH, MERGE_GATHER * MERGE_GROWTH**2])
+        assert gathers == sorted(gathers)
+        assert gathers[-1] == pytest.approx(MAX_MERGE_GATHER)
+
+
+def test_a_quiet_stream_merges_quickly_again() -> None:
+    """Once nothing new came for a whole gather after a placement, a new id (a fresh wait) is
+    merged after `MERGE_GATHER` again, not after the burst's long gather."""
+    gather = Gather()
+    now, _ = burst(gather, 0.0, 6, waited=False)
+    later = now + MAX_MERGE_GATHER + 0.1
+    gather.notice(later)
+    assert gather.wait(later, streams=1, room=1, capped=False, waited=True) == pytest.approx(MERGE_GATHER)
+
+
+def test_placements_that_are_no_merge_do_not_grow_the_gather() -> None:
+    gather = Gather()
+    for at in (0.0, 0.01, 0.02):
+        gather.notice(at)
+        assert gather.wait(at, streams=0, room=4, capped=True, waited=True) == pytest.approx(GATHER)
+        gather.placed(at)
+    assert gather.merge == MERGE_GATHER
 
 
 def test_kept_ids_are_let_go_after_their_time_in_order() -> None:

@@ -6,6 +6,7 @@ began following them then, and read each one whose end it had missed.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 import mcp_tasks as mt
 from mcp_tasks._tasks import _kept
 from mcp_tasks._tasks._cap import MAX_STREAMS
+from mcp_tasks._tasks._gather import MAX_MERGE_GATHER, MERGE_GATHER
 from mcp_tasks._tasks._watch import watch_of
 from tests.conftest import eventually, mcp_threads
 from tests.foreign.listen_tasks import ListenTasksServer
@@ -98,3 +100,21 @@ def test_ids_no_wait_takes_are_let_go(
         assert [s.wire_status for s in statuses] == ["completed", "completed"]
         reads = server.journal.events(lambda e: e.get("rpc") == "tasks/get", after=mark)
         assert first.task_id in {e["params"].get("taskId") for e in reads}  # (what was heard is forgotten)
+
+
+def test_a_long_burst_of_creations_reopens_its_stream_less_and_less_often(
+    listen_server: Callable[..., ListenTasksServer],
+) -> None:
+    """Issue 36 item 7: tasks made one after another for seconds are merged onto the stream after
+    a gather that doubles with each merge (up to `MAX_MERGE_GATHER`). Before: every 0.25 s, so
+    10,000 tasks made over a minute opened some 300 streams. Measured: the time from the first
+    merge to the fifth is at least the gathers between them (a bound load can only raise)."""
+    server = listen_server(poll_ms=LONG_POLL_MS, complete_on_listen=10_000)
+    seen: list[float] = []  # when each listen was first seen asked for
+    with mt.Client.http(server.url, timeout=10) as client:
+        while len(seen) < 6:
+            job(client)
+            listens = len(server.journal.events(lambda e: e.get("rpc") == "subscriptions/listen"))
+            seen += [time.monotonic()] * (listens - len(seen))
+    gathers = [min(MERGE_GATHER * 2**k, MAX_MERGE_GATHER) for k in range(1, 5)]  # 0.5, 1, 1, 1
+    assert seen[5] - seen[1] >= sum(gathers) - MERGE_GATHER  # (less a margin for seeing late)
