@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 import redis
 from celery.exceptions import TaskRevokedError
-from celery.exceptions import TimeoutError as CeleryTimeout
 
 from mcp_tasks.celery import TaskError
 from tests.celery.conftest import Fleet, Worker
@@ -129,12 +128,6 @@ def test_input_nobody_answers_shows_in_the_result_and_is_answered_from_another_p
     assert fleet.served.updates["name-7"] == 1
 
 
-@pytest.mark.xfail(
-    strict=False,
-    raises=CeleryTimeout,
-    reason="open: in about 1 run of 5 one call's next check is lost when a worker is SIGKILLed, even with no "
-    "worker waiting in BRPOP at the kill (its result stays STARTED); cause not found yet",
-)
 def test_a_worker_killed_mid_follow_loses_no_result_and_calls_no_tool_twice(fleet: Fleet) -> None:
     mcp = app_of(fleet).mcp
     served = fleet.served
@@ -144,19 +137,11 @@ def test_a_worker_killed_mid_follow_loses_no_result_and_calls_no_tool_twice(flee
         state_becomes(result, "STARTED")
     gets = served.gets
     served.until(lambda: served.gets > gets + 4)  # both workers hold checks now
-    victim, survivor = fleet.workers
-    # Both stop taking messages, and the kill waits until no worker waits in BRPOP: Redis hands a
-    # message to a waiting BRPOP before the worker records it as unacknowledged, so one handed over
-    # in the instant of the kill would be lost with the worker (the guide says so). Killed then,
-    # the victim holds checks it had taken and not yet run; they must come back.
-    control = app_of(fleet).app.control
-    assert len(control.cancel_consumer("celery", destination=[victim.node, survivor.node], reply=True)) == 2
-    with redis.Redis.from_url(f"{fleet.redis.url}/0") as broker:
-        while any("b" in client["flags"] for client in broker.client_list()):
-            threading.Event().wait(0.05)
-    fleet.workers.remove(victim)
+    # Killed while both take messages: a check Redis handed to the victim's BRPOP in the instant
+    # of the kill, or a countdown check it had reserved, is lost or late; the survivor's sweeper
+    # starts each quiet chain again (under the store's leases), so nothing waits on the broker.
+    victim = fleet.workers.pop(0)
     victim.kill()
-    assert control.add_consumer("celery", destination=[survivor.node], reply=True)
     fleet.workers.append(Worker("c", fleet.env))  # the fleet is whole again for later tests
     for n, result in zip(numbers, results, strict=True):
         assert result.get(timeout=60)["structuredContent"] == {"n": n}
