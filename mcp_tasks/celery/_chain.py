@@ -2,15 +2,16 @@
 again, and two chains of one call never both go on.
 
 The rule. A chain is the sequence of check messages of one Celery id. Its lease lives in the task
-store under ``celery-chain:<Celery id>``; its holder is a token the chain's messages carry
-(``_holder``), new for each chain. The first run, once the MCP task's id is recorded (the intent
-joined), writes the chain's record (its message, in the result backend under a digest of the MCP
-task id) and takes the lease for a new token; a run of a check renews the lease with its token
-before it reads the task (for `quiet` seconds) and again before it sends the next check (for the
-check's countdown plus `quiet`). A run that can neither renew its token's lease nor take a
-free one (see `Chain.begin`) belongs to a chain another has replaced, and ends without a trace
-(its message acknowledged, nothing sent). When the result is stored, the lease is released and the
-record deleted.
+store under ``celery-chain:<Celery id>``; its holder is a token the next check's message carries
+(``_holder``). The first run, once the MCP task's id is recorded (the intent joined), writes the
+chain's record (its message, in the result backend under a digest of the MCP task id) and takes
+the lease for a new token. A check renews the lease with its token before it reads the task (for
+`quiet` seconds); before it sends the next check, it passes the lease to a new token, which that
+check carries (released, then taken again for the countdown plus `quiet`; if anyone took it in
+between, this run sends nothing). A run that can neither renew its token's lease nor take a free
+one (`Chain.begin`) belongs to a chain that another has replaced, or is a copy the broker gave
+back: it ends without a trace (its message acknowledged, nothing sent). When the result is
+decided, the lease is released and the record deleted.
 
 The sweeper of each worker's main process (`Sweeper`) walks the store's unfinished tasks; for one
 with a record, it takes the chain's lease for a new token, which succeeds only when no check has
@@ -123,8 +124,19 @@ class Chain:
         return self._held(self.store.acquire, self.quiet)
 
     def keep(self, countdown: float) -> bool:
-        """Renew the lease until the next check is due, plus `quiet`: False when another chain has it."""
-        return self._held(self.store.renew, countdown + self.quiet)
+        """Pass the lease to a new token, held until the next check is due plus `quiet`: False
+        when another chain has it. A copy of this run's message (the broker gave it back) carries
+        the old token, which no longer holds the lease: the copy ends at its next run.
+        """
+        assert self.holder is not None
+        old, self.holder = self.holder, new_token()
+        try:
+            self.store.release(self.key, old)
+        except StoreError as exc:  # the store down for a moment stops no chain
+            log.warning("a Celery call's chain: could not pass its lease on (going on): %s", exc)
+            self.holder = old
+            return True
+        return self._held(self.store.acquire, countdown + self.quiet)
 
     def end(self) -> None:
         """Release the lease (the result is stored)."""
