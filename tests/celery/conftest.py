@@ -202,7 +202,7 @@ class Fleet:
         os.environ.update(self.env)  # the tests' own app (tests.celery.worker_app) reads them too
         # Made before the workers start, as a deployment would (processes that make a new SQLite
         # store at the same instant can see each other's half-made schema).
-        open_store(self.env["MCP_CELERY_STORE"]).close()  # type: ignore[attr-defined]
+        open_store(self.env["MCP_CELERY_STORE"]).close()
         self.workers = [Worker("a", self.env), Worker("b", self.env)]
 
     def close(self) -> None:
