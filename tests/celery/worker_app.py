@@ -34,9 +34,7 @@ def configure(app: Celery) -> None:
 
 app = Celery("tests", broker=f"{REDIS}/0", backend=f"{REDIS}/1")
 configure(app)
-if not logging.getLogger("mcp_tasks").handlers:  # the library's own lines in the workers' logs
-    logging.getLogger("mcp_tasks").addHandler(logging.StreamHandler())
-    logging.getLogger("mcp_tasks").setLevel(logging.INFO)
+logging.getLogger("mcp_tasks").setLevel(logging.INFO)  # the library's own lines in the workers' logs
 
 
 def _answer(params: dict[str, Any]) -> dict[str, Any]:
