@@ -12,6 +12,14 @@ Why short checks rather than a follower thread in each worker: a check is a mess
 already makes durable and gives back when a worker dies (acks_late), so nothing else has to
 notice the death, and a revoke reaches it by Celery's own path; the price is one broker message
 and one ``tasks/get`` per check (`CHECK_EVERY`). The guide (docs: Celery) measures both.
+
+What the broker loses (a check Redis hands to a worker dying in that instant, a countdown check a
+dead worker had reserved) a sweeper in each worker's main process sends again: each call's
+checks hold a lease in the task store under a token they carry, renewed at every check; a chain
+whose lease lapses (no check renewed it ``quiet`` seconds past its due time) gets a check with a
+new token, and a late check of the old token finds the lease taken and ends. So no result is
+lost, no two chains of checks go on, and no check calls the tool again (the Celery id keys the
+call). The exact rule is in ``mcp_tasks.celery._chain``.
 """
 
 from mcp_tasks.celery._app import CHECK_EVERY, McpTasks

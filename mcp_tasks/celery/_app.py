@@ -4,7 +4,9 @@ sent with a countdown (see `_run`): no worker slot is held while the MCP task ru
 dies loses nothing the broker does not give back (every message is short, so a short visibility
 timeout is safe), and the call is keyed in the task store by the Celery id, so a message
 delivered twice follows the task already started. A revoke reaches the worker's main process,
-which discards the next check and sends ``tasks/cancel`` (`on_revoked`).
+which discards the next check and sends ``tasks/cancel`` (`on_revoked`). A chain of checks the
+broker loses is started again by a sweeper in each worker's main process, under the store's
+leases (`_chain` has the rule).
 """
 
 from __future__ import annotations
@@ -22,10 +24,12 @@ from mcp_tasks._input import InputHandlers
 from mcp_tasks._redact import short_id
 from mcp_tasks._store import StoreError
 from mcp_tasks._tasks import cancel_task
+from mcp_tasks.celery._chain import quiet_after
 from mcp_tasks.celery._clients import AuthOption, Clients, HeadersOption, StoreOption, per_endpoint
 from mcp_tasks.celery._error import TaskError
 from mcp_tasks.celery._inputs import answers_key
 from mcp_tasks.celery._run import CANCEL_TIMEOUT, Call, run
+from mcp_tasks.celery._sweep import Sweeper
 
 __all__ = ["CHECK_EVERY", "McpTasks"]
 
@@ -67,9 +71,11 @@ class McpTasks:
         self._clients = Clients(store, input_handlers, per_endpoint("auth", auth), per_endpoint("headers", headers))
         self._check_every = float(check_every)
         self.call: Task = self._register(app)
+        self._sweeper = Sweeper(app, self.call, self._clients, quiet_after(self._check_every))
         signals.task_revoked.connect(self.on_revoked, weak=False)
+        signals.worker_ready.connect(self._sweeper.start, weak=False)
         signals.worker_process_shutdown.connect(self._close, weak=False)
-        signals.worker_shutdown.connect(self._close, weak=False)
+        signals.worker_shutdown.connect(self._stop, weak=False)
 
     def _register(self, app: Celery) -> Task:
         clients, every = self._clients, self._check_every
@@ -84,13 +90,14 @@ class McpTasks:
             raise_on_error: bool = False,
             key: str | None = None,
             _shown: str | None = None,
+            _holder: str | None = None,
         ) -> dict[str, Any]:
             """Call `tool` on `endpoint` and follow its MCP task (see `McpTasks`)."""
             try:
                 given = Call(endpoint, tool, arguments, timeout, cancel_on_timeout, raise_on_error, key)
             except (TypeError, ValueError) as exc:
                 raise TaskError(-32602, str(exc)) from None
-            return run(task, clients, every, given, _shown)
+            return run(task, clients, every, given, _shown, _holder)
 
         registered: Task = app.task(
             call,
@@ -145,6 +152,10 @@ class McpTasks:
             log.info("task %s: cancelled (its Celery task was revoked)", short_id(intent.task_id))
         except (McpError, StoreError) as exc:
             log.warning("a revoked call: could not cancel its MCP task: %s", exc)
+
+    def _stop(self, **_: Any) -> None:
+        self._sweeper.stop()
+        self._clients.close()
 
     def _close(self, **_: Any) -> None:
         self._clients.close()

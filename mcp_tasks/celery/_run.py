@@ -23,6 +23,7 @@ from mcp_tasks._status import Status, TaskState
 from mcp_tasks._store import StoreError, TaskStore
 from mcp_tasks._tasks import call_tool, cancel_task, get_task, outcome, wait_task
 from mcp_tasks._tasks._wait import checked
+from mcp_tasks.celery._chain import Chain, forget_record, quiet_after, write_record
 from mcp_tasks.celery._clients import Clients
 from mcp_tasks.celery._error import failure_of
 from mcp_tasks.celery._inputs import answers_key, input_meta, real_keys
@@ -76,20 +77,34 @@ class Call:
         }
 
 
-def run(task: Task, clients: Clients, check_every: float, call: Call, shown: str | None) -> dict[str, Any]:
+def run(
+    task: Task, clients: Clients, check_every: float, call: Call, shown: str | None, holder: str | None
+) -> dict[str, Any]:
     """One run for `call`; `shown` is None for the first (the message `delay` sent), else the
-    state the result shows. Returns the CallToolResult, raises `TaskError`, or `Ignore` after
-    sending the next check.
+    state the result shows; `holder` is the chain's token (`_chain`), None in the first message.
+    Returns the CallToolResult, raises `TaskError`, or `Ignore` after sending the next check (or
+    when another chain of checks follows the call).
     """
     celery_id: str = task.request.id
     task_id: str | None = None
+    chain: Chain | None = None
     try:
         client = clients.client(call.endpoint)
         store = clients.store()
+        if holder is not None:
+            chain = Chain(store, celery_id, holder, quiet_after(check_every))
+            if not chain.begin():
+                raise Ignore()
         called = call_tool(client, call.tool, call.arguments, key=call.key or celery_id, timeout=START_TIMEOUT)
         if isinstance(called, dict):
+            _end(task, chain, None)
             return checked(called, call.raise_on_error, None, call.tool)
         task_id = called.task_id
+        if chain is None:  # the first run: the task's id is recorded, a sweeper may restart its chain
+            _describe(task, call, task_id)
+            chain = Chain(store, celery_id, None, quiet_after(check_every))
+            if not chain.begin():
+                raise Ignore()
         status = called
         if (shown is not None and not status.terminal) or (status.terminal and not status.detailed):
             status = _checked(task, client, clients, store, status)
@@ -98,29 +113,54 @@ def run(task: Task, clients: Clients, check_every: float, call: Call, shown: str
         deadline = began + call.timeout if call.timeout is not None else None
         step = decide(status, time.time(), deadline, check_every)
         if isinstance(step, Finish):
+            _end(task, chain, task_id)
             return checked(outcome(status), call.raise_on_error, status, call.tool)
         if isinstance(step, TimedOut):
             assert call.timeout is not None
             cancelled = call.cancel_on_timeout and _cancelled(client, task_id)
             raise TaskTimeout(task_id, call.timeout, status, cancelled=cancelled)
     except (McpError, StoreError, ValueError, TypeError) as exc:
+        _end(task, chain, task_id)
         raise failure_of(exc, task_id) from None
     if isinstance(step, Revoked):
+        _end(task, chain, task_id)
         task.backend.mark_as_revoked(celery_id, "cancelled on the MCP server", request=task.request)
         raise Ignore()
     assert isinstance(step, Check)
+    if not chain.keep(step.countdown):  # another chain took over while this run read the task
+        raise Ignore()
     now_shown = _show(step.state, status)
     if now_shown != shown:
         meta = input_meta(celery_id, status) if step.state == "INPUT_REQUIRED" else {"task": short_id(task_id)}
         task.update_state(state=step.state, meta=meta)
     task.apply_async(
         args=(call.endpoint, call.tool, call.arguments),
-        kwargs=call.keywords(now_shown),
+        kwargs={**call.keywords(now_shown), "_holder": chain.holder},
         task_id=celery_id,
         countdown=step.countdown,
-        queue=(task.request.delivery_info or {}).get("routing_key"),  # checks stay on the call's queue
+        queue=_queue(task),
     )
     raise Ignore()
+
+
+def _queue(task: Task) -> str | None:
+    """The queue the run's message came from: its checks stay on the call's queue."""
+    queue: str | None = (task.request.delivery_info or {}).get("routing_key")
+    return queue
+
+
+def _describe(task: Task, call: Call, task_id: str) -> None:
+    """Write the chain's record, from which a sweeper sends a check when the chain goes quiet."""
+    message = {"args": [call.endpoint, call.tool, call.arguments], "kwargs": call.keywords("")}
+    write_record(task.backend, task_id, {"id": task.request.id, "queue": _queue(task), **message})
+
+
+def _end(task: Task, chain: Chain | None, task_id: str | None) -> None:
+    """The call's outcome is decided: its chain is over (lease released, record dropped)."""
+    if chain is not None:
+        chain.end()
+    if task_id is not None:
+        forget_record(task.backend, task_id)
 
 
 def _show(state: str, status: Status) -> str:

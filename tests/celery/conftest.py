@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from mcp_tasks._errors import McpError
+from mcp_tasks._store import open_store
 from mcp_tasks.server import Server, serve_http
 from tests.conftest import ROOT, mcp_threads
 
@@ -50,19 +51,30 @@ def _drain(stream: Any, seen: list[str]) -> None:
 
 
 class Redis:
-    """A redis-server of the tests' own, in a temporary directory, nothing saved."""
+    """A redis-server of the tests' own, in a temporary directory: nothing saved, or (`persist`)
+    every write appended to its file, so that a restart keeps the broker's messages and results.
+    """
 
-    def __init__(self, where: Path) -> None:
+    def __init__(self, where: Path, *, persist: bool = False) -> None:
         assert REDIS is not None
         self.port = free_port()
         self.url = f"redis://127.0.0.1:{self.port}"
-        args = [REDIS, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(where)]
-        args += ["--save", "", "--appendonly", "no", "--daemonize", "no"]
-        self.process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.args = [REDIS, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(where)]
+        self.args += ["--save", "", "--daemonize", "no"]
+        self.args += ["--appendonly", "yes", "--appendfsync", "always"] if persist else ["--appendonly", "no"]
         self.lines: list[str] = []
+        self._start()
+
+    def _start(self) -> None:
+        self.process = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         _until(self.process, self.process.stdout, "Ready to accept connections", self.lines)
         self.reader = threading.Thread(target=_drain, args=(self.process.stdout, self.lines), daemon=True)
         self.reader.start()
+
+    def restart(self) -> None:
+        """Stop the server (a clean shutdown) and start it again on its port and files."""
+        self.close()
+        self._start()
 
     def close(self) -> None:
         self.process.terminate()
@@ -188,6 +200,9 @@ class Fleet:
         self.served = Served()
         self.env = {"MCP_CELERY_REDIS": self.redis.url, "MCP_CELERY_STORE": str(where / "tasks.sqlite3")}
         os.environ.update(self.env)  # the tests' own app (tests.celery.worker_app) reads them too
+        # Made before the workers start, as a deployment would (processes that make a new SQLite
+        # store at the same instant can see each other's half-made schema).
+        open_store(self.env["MCP_CELERY_STORE"]).close()
         self.workers = [Worker("a", self.env), Worker("b", self.env)]
 
     def close(self) -> None:

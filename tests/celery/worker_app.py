@@ -4,6 +4,7 @@ backend and task store come from the environment the tests start the workers wit
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -14,19 +15,26 @@ from mcp_tasks.celery import McpTasks
 
 REDIS = os.environ.get("MCP_CELERY_REDIS", "redis://127.0.0.1:1")
 
+
+def configure(app: Celery) -> None:
+    """The settings of the tests' apps."""
+    app.conf.update(
+        # A dead worker's messages come back within seconds (Redis's default is an hour).
+        broker_transport_options={
+            "visibility_timeout": 5,
+            "unacked_restore_interval": 1,
+            "unacked_restore_throttle": 1,
+            "unacked_mutex_expire": 5,  # a worker killed mid-sweep holds the sweep's lock only this long
+        },
+        result_backend_transport_options={"retry_policy": {"timeout": 5.0}},
+        worker_hijack_root_logger=False,
+        broker_connection_retry_on_startup=True,
+    )
+
+
 app = Celery("tests", broker=f"{REDIS}/0", backend=f"{REDIS}/1")
-app.conf.update(
-    # A dead worker's messages come back within seconds (Redis's default is an hour).
-    broker_transport_options={
-        "visibility_timeout": 5,
-        "unacked_restore_interval": 1,
-        "unacked_restore_throttle": 1,
-        "unacked_mutex_expire": 5,  # a worker killed mid-sweep holds the sweep's lock only this long
-    },
-    result_backend_transport_options={"retry_policy": {"timeout": 5.0}},
-    worker_hijack_root_logger=False,
-    broker_connection_retry_on_startup=True,
-)
+configure(app)
+logging.getLogger("mcp_tasks").setLevel(logging.INFO)  # the library's own lines in the workers' logs
 
 
 def _answer(params: dict[str, Any]) -> dict[str, Any]:
@@ -34,4 +42,30 @@ def _answer(params: dict[str, Any]) -> dict[str, Any]:
 
 
 handlers = mt.InputHandlers(form=_answer) if os.environ.get("MCP_CELERY_HANDLERS") else None
-mcp = McpTasks(app, store=os.environ.get("MCP_CELERY_STORE", ":memory:"), input_handlers=handlers, check_every=0.3)
+# MCP_CELERY_PEER: an endpoint that gets its own auth and headers, given as mappings or as
+# functions of the endpoint (MCP_CELERY_OPTIONS "mapping" or "callable").
+PEER = os.environ.get("MCP_CELERY_PEER", "")
+TEAM = {"X-Team": "shop"}
+SECRET = ("svc", "pw-of-the-worker")
+
+
+def _headers_of(endpoint: str) -> dict[str, str] | None:
+    return TEAM if endpoint == PEER else None
+
+
+def _auth_of(endpoint: str) -> tuple[str, str] | None:
+    return SECRET if endpoint == PEER else None
+
+
+options: dict[str, Any] = {}
+if PEER and os.environ.get("MCP_CELERY_OPTIONS") == "callable":
+    options = {"headers": _headers_of, "auth": _auth_of}
+elif PEER:
+    options = {"headers": {PEER: TEAM}, "auth": {PEER: SECRET}}
+mcp = McpTasks(
+    app,
+    store=os.environ.get("MCP_CELERY_STORE", ":memory:"),
+    input_handlers=handlers,
+    check_every=0.3,
+    **options,
+)

@@ -1,0 +1,86 @@
+"""`Sweeper`: the thread of a worker's main process that starts again a chain of checks the
+broker lost (the rule is in `_chain`). Started when the worker is ready, stopped and joined when
+it shuts down.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from celery import Celery, Task
+from celery.result import AsyncResult
+
+from mcp_tasks._redact import short_id
+from mcp_tasks._store import StoreError
+from mcp_tasks._threads import join_all, start_thread
+from mcp_tasks.celery._chain import forget_record, lease_key, new_token, read_record
+from mcp_tasks.celery._clients import Clients
+
+__all__ = ["Sweeper"]
+
+log = logging.getLogger("mcp_tasks")
+
+
+class Sweeper:
+    """Every ``quiet / 2`` seconds, `sweep` the store's unfinished tasks for chains gone quiet."""
+
+    def __init__(self, app: Celery, task: Task, clients: Clients, quiet: float) -> None:
+        self._app, self._task, self._clients, self.quiet = app, task, clients, quiet
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self, **_: Any) -> None:
+        """Start the sweeping thread (a worker's main process is ready)."""
+        with self._lock:
+            if self._thread is None:
+                self._stop.clear()
+                self._thread = start_thread("celery-sweep", self._loop)
+
+    def stop(self, **_: Any) -> None:
+        """Stop the thread and join it (the worker shuts down)."""
+        with self._lock:
+            thread, self._thread = self._thread, None
+        self._stop.set()
+        if thread is not None:
+            join_all([thread], 10.0)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.quiet / 2):
+            try:
+                self.sweep()
+            except Exception as exc:  # the store or the broker down for a moment: sweep again later
+                log.warning("the Celery calls' sweep failed (sweeping again later): %s", exc)
+
+    def sweep(self) -> int:
+        """Send a check for each chain that went quiet (its lease free); how many were sent. A
+        chain whose result is already ready ends here instead.
+        """
+        store, backend, sent = self._clients.store(), self._app.backend, 0
+        for ref in store.unfinished():
+            if self._stop.is_set():
+                break
+            record = read_record(backend, ref.task_id)
+            if record is None:
+                continue
+            celery_id, token = record["id"], new_token()
+            if not store.acquire(lease_key(celery_id), token, self.quiet):
+                continue  # its chain renews its lease: alive
+            if AsyncResult(celery_id, app=self._app).ready():
+                forget_record(backend, ref.task_id)
+                try:
+                    store.release(lease_key(celery_id), token)
+                except StoreError:
+                    pass
+                continue
+            self._task.apply_async(
+                args=tuple(record.get("args") or ()),
+                kwargs={**(record.get("kwargs") or {}), "_holder": token},
+                task_id=celery_id,
+                queue=record.get("queue"),
+            )
+            log.info("task %s: its checks went quiet; checking it again", short_id(ref.task_id))
+            sent += 1
+        return sent
