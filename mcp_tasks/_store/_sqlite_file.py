@@ -75,9 +75,11 @@ def check_layout(db: sqlite3.Connection, path: Path) -> int:
     """The file's schema version, once it is known to be a task store's or empty (StoreError
     naming what else it holds otherwise).
     """
+    # The tables first: a store is made in one commit (tables and version), so a version read
+    # after its tables were seen is that commit's, even while another process makes the store.
+    tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     found = int(db.execute("PRAGMA user_version").fetchone()[0])
     _check_schema(found, path)
-    tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if found == 0 and not tables:
         return 0
     missing = [
