@@ -25,6 +25,7 @@ import ssl
 import threading
 from collections.abc import Mapping
 
+from mcp_tasks.transports._head import LeanResponse
 from mcp_tasks.transports._watchdog import attach_current, connect
 
 __all__ = ["DirectPool"]
@@ -77,7 +78,7 @@ class DirectPool:
         response = None
         try:
             sock.sendall(head.encode("latin-1") + body)
-            response = http.client.HTTPResponse(sock, method="POST")
+            response = LeanResponse(sock, method="POST")
             response.begin()
             return response, sock
         except BaseException:
