@@ -33,7 +33,7 @@ def text_of(result: dict[str, Any]) -> str:
 
 def started(client: mt.Client, name: str, arguments: dict[str, Any] | None = None) -> mt.Status:
     """A tool call the server made a task."""
-    status = mt.call_tool(client, name, arguments or {})
+    status = mt.call_tool(client, name, arguments or {}, follow=False)  # the shared client: no watch thread
     assert isinstance(status, mt.Status), status
     return status
 

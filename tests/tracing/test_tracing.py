@@ -422,7 +422,11 @@ def test_a_listening_wait_sends_its_context_on_the_listen_request() -> None:
     harness = Harness("direct")
     try:
         client = harness.client(trace=True)
-        mt.call_and_await(client, "slow_compute", listen=True)
+        # Not followed from its creation (that listen is the client's, opened before any wait):
+        # the wait opens the stream itself.
+        status = mt.call_tool(client, "slow_compute", follow=False)
+        assert isinstance(status, mt.Status)
+        mt.wait_task(client, status, listen=True)
     finally:
         harness.close()
     ENDED.wait_for("subscriptions/listen")
