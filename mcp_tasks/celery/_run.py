@@ -129,18 +129,36 @@ def run(
     assert isinstance(step, Check)
     if not chain.keep(step.countdown):  # another chain took over while this run read the task
         raise Ignore()
-    now_shown = _show(step.state, status)
-    if now_shown != shown:
-        meta = input_meta(celery_id, status) if step.state == "INPUT_REQUIRED" else {"task": short_id(task_id)}
-        task.update_state(state=step.state, meta=meta)
-    task.apply_async(
-        args=(call.endpoint, call.tool, call.arguments),
-        kwargs={**call.keywords(now_shown), "_holder": chain.holder},
-        task_id=celery_id,
-        countdown=step.countdown,
-        queue=_queue(task),
-    )
+    _send_next(task, call, step, status, shown, chain.holder)
     raise Ignore()
+
+
+def _send_next(task: Task, call: Call, step: Check, status: Status, shown: str | None, holder: str | None) -> None:
+    """Show the state when it changed, and send the next check. When the result backend or the
+    broker fails here, send nothing: the error would become the result (a FAILURE) and the real
+    one never arrive; the chain's lease lapses instead, and a sweeper starts the chain again.
+    """
+    celery_id: str = task.request.id
+    now_shown = _show(step.state, status)
+    try:
+        if now_shown != shown:
+            meta = (
+                input_meta(celery_id, status) if step.state == "INPUT_REQUIRED" else {"task": short_id(status.task_id)}
+            )
+            task.update_state(state=step.state, meta=meta)
+        task.apply_async(
+            args=(call.endpoint, call.tool, call.arguments),
+            kwargs={**call.keywords(now_shown), "_holder": holder},
+            task_id=celery_id,
+            countdown=step.countdown,
+            queue=_queue(task),
+        )
+    except Exception as exc:  # any backend's or broker's error (kombu's, redis', amqp's)
+        log.warning(
+            "task %s: could not send its next check (a sweeper starts its checks again): %s",
+            short_id(status.task_id),
+            exc,
+        )
 
 
 def _queue(task: Task) -> str | None:

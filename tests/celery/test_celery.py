@@ -2,7 +2,9 @@
 and the reference server over HTTP (never task_always_eager). Results arrive, failures carry
 their fields, a revoke cancels on the server, the call's timeout ends the follow, input is
 answered by the workers' handlers or from another process, and a worker SIGKILLed mid-follow
-loses nothing and calls nothing twice.
+loses nothing and calls nothing twice; a result backend failing as a check sends the next
+loses nothing either; and against an independent server (fastmcp-tasks) a result arrives and a
+revoke cancels.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -24,11 +27,14 @@ import redis
 from celery import Celery, states
 from celery.exceptions import TaskRevokedError
 
+import mcp_tasks as mt
+from mcp_tasks._store import open_store
 from mcp_tasks.celery import McpTasks, TaskError
 from mcp_tasks.server import Server, serve_http
 from tests.celery.conftest import Fleet, Redis, Worker
-from tests.conftest import ROOT
+from tests.conftest import ROOT, eventually
 from tests.foreign.legacy_http_tasks import LegacyHttpTasksServer
+from tests.interop.conftest import PeerHttpServer
 
 # One Redis and one pair of workers for the module: its tests run on one xdist worker.
 pytestmark = pytest.mark.xdist_group("celery")
@@ -253,3 +259,57 @@ def test_no_full_task_id_reaches_the_workers_logs_or_the_backend(fleet: Fleet) -
         kept = b"".join(backend.get(key) or b"" for key in backend.scan_iter("celery-task-meta-*"))
     assert b'"status": "FAILURE"' in kept
     assert not [t for t in served.task_ids if t.encode() in kept]
+
+
+def test_a_backend_failing_as_a_check_sends_the_next_leaves_the_chain_to_the_sweeper(
+    fleet: Fleet, tmp_path: Path
+) -> None:
+    # The flaky worker's backend fails the write of STARTED once; that run's error must not
+    # become the result (a FAILURE): it sends nothing, and a sweeper starts the quiet chain again.
+    mcp = app_of(fleet).mcp
+    served = fleet.served
+    marker = tmp_path / "failed-once"
+    flaky = Worker("flaky", {**fleet.env, "MCP_CELERY_FLAKY": str(marker)}, queue="flaky")
+    try:
+        result = mcp.call.apply_async((served.url, "work", {"n": 40, "seconds": 1.0}), queue="flaky")
+        assert result.get(timeout=120)["structuredContent"] == {"n": 40}
+    finally:
+        flaky.close()
+    assert marker.exists()  # the backend did fail
+    assert served.calls[("work", 40)] == 1
+    assert len([line for line in flaky.lines if "could not send its next check" in line]) == 1
+
+
+@pytest.fixture(scope="module")
+def peer_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """An independent Tasks server, fastmcp-tasks over HTTP (tests/interop: from .venv-peers)."""
+    server = PeerHttpServer(tmp_path_factory.mktemp("peer") / "fastmcp-http.log")
+    try:
+        yield server.start()
+    finally:
+        server.stop()
+
+
+@pytest.mark.interop  # like the other peer tests: CI runs it where `.ci/peers.py install` put the peer
+def test_a_celery_call_to_the_peer_returns_its_result_and_a_revoke_cancels_it(fleet: Fleet, peer_url: str) -> None:
+    mcp = app_of(fleet).mcp
+    done = mcp.call.delay(peer_url, "slow", {"seconds": 0.5, "label": "celery"})
+    result = done.get(timeout=120)
+    assert result["content"] == [{"type": "text", "text": "celery done after 0.5s"}]
+    assert done.state == "SUCCESS"
+
+    running = mcp.call.delay(peer_url, "long", {"seconds": 600})
+    state_becomes(running, "STARTED")
+    store = open_store(fleet.env["MCP_CELERY_STORE"])
+    try:
+        intent = store.get_intent(peer_url, running.id)
+    finally:
+        store.close()
+    assert intent is not None and intent.task_id is not None
+    running.revoke()
+    with pytest.raises(TaskRevokedError):
+        running.get(timeout=120)
+    assert running.state == "REVOKED"
+    with mt.Client.http(peer_url, timeout=30.0) as client:
+        task_id = intent.task_id
+        eventually(lambda: mt.get_task(client, task_id).status is mt.TaskState.CANCELLED)

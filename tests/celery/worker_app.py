@@ -9,6 +9,8 @@ import os
 from typing import Any
 
 from celery import Celery
+from celery.backends.redis import RedisBackend
+from kombu.exceptions import OperationalError
 
 import mcp_tasks as mt
 from mcp_tasks.celery import McpTasks
@@ -32,7 +34,26 @@ def configure(app: Celery) -> None:
     )
 
 
-app = Celery("tests", broker=f"{REDIS}/0", backend=f"{REDIS}/1")
+class FlakyBackend(RedisBackend):  # type: ignore[misc]
+    """The Redis backend, failing once as a check shows the call STARTED: the first process of
+    any worker to get there creates the file MCP_CELERY_FLAKY names, and fails that one write.
+    """
+
+    def store_result(self, task_id: str, result: Any, state: str, *args: Any, **kwargs: Any) -> Any:
+        marker = os.environ.get("MCP_CELERY_FLAKY")
+        if marker and state == "STARTED":
+            try:
+                os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            except FileExistsError:
+                pass
+            else:
+                raise OperationalError("the result backend failed on purpose")
+        return super().store_result(task_id, result, state, *args, **kwargs)
+
+
+# MCP_CELERY_FLAKY: a worker whose result backend fails once (`FlakyBackend`).
+BACKEND = f"tests.celery.worker_app:FlakyBackend+{REDIS}/1" if os.environ.get("MCP_CELERY_FLAKY") else f"{REDIS}/1"
+app = Celery("tests", broker=f"{REDIS}/0", backend=BACKEND)
 configure(app)
 logging.getLogger("mcp_tasks").setLevel(logging.INFO)  # the library's own lines in the workers' logs
 
