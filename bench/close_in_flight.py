@@ -2,7 +2,8 @@
 (the servers of tests/transports/test_close_in_flight.py: over HTTP one that reads a ``tasks/get`` and never
 answers, on the plain path and through ``Session.request``; one that never answers the listen
 stream's POST; one that answers it with headers and then nothing; over stdio a server process that
-reads and never answers). Not a test: per case it prints p50, p95 and max of the time from the
+reads and never answers; a 2025-era session whose server never answers the DELETE that ends it,
+where only `close()` itself is timed). Not a test: per case it prints p50, p95 and max of the time from the
 call to `close()` to the end of the wait, and of `close()` itself (the goal: 0.1 s).
 
     python bench/close_in_flight.py [--runs 20]
@@ -22,6 +23,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import mcp_tasks as mt
+from tests.fixtures.legacy_http import LegacyHttpServer
 from tests.foreign.dark_http import DarkServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -79,6 +81,17 @@ def stdio_case(listen: bool) -> Callable[[], tuple[float, float]]:
     return run
 
 
+def legacy_delete_case() -> tuple[float, float]:
+    """close() of a 2025-era session whose DELETE is never answered (no wait: both numbers are close())."""
+    with LegacyHttpServer(dark_delete=True) as server:
+        client = mt.Client.http(server.url, timeout=30)
+        client.list_tools()
+        start = time.monotonic()
+        client.close()
+        took = time.monotonic() - start
+        return took, took
+
+
 CASES: dict[str, Callable[[], tuple[float, float]]] = {
     "http polling, plain path": http_case("get", False, None),
     "http polling, Session.request": http_case("get", False, ("user", "pass")),
@@ -86,6 +99,7 @@ CASES: dict[str, Callable[[], tuple[float, float]]] = {
     "http listen, headers then nothing": http_case("listen_head", True, None),
     "stdio polling": stdio_case(False),
     "stdio listen": stdio_case(True),
+    "http 2025 session, DELETE unanswered": legacy_delete_case,
 }
 
 

@@ -67,6 +67,19 @@ def test_the_delete_that_ends_a_session_carries_its_protocol_version(legacy: Leg
     assert delete["mcp-protocol-version"] == VERSION
 
 
+def test_close_gives_up_on_a_delete_the_server_never_answers() -> None:
+    """A server gone dark at the end: `close()` returns while the DELETE is still held (its bound,
+    measured in bench/close_in_flight.py, is DELETE_TIMEOUT), and leaves no thread behind."""
+    with LegacyHttpServer(dark_delete=True) as server:
+        client = mt.Client.http(server.url, timeout=30)
+        client.list_tools()
+        client.close()
+        assert not server.stopping.is_set()
+        assert server.delete_held.wait(PATIENT)
+        [delete] = server.deletes
+        assert delete["mcp-session-id"] == "session-1"
+
+
 # -- session_id, and joining a session ------------------------------------------------------------
 
 
