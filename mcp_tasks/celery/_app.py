@@ -91,13 +91,14 @@ class McpTasks:
             key: str | None = None,
             _shown: str | None = None,
             _holder: str | None = None,
+            _described: bool = True,
         ) -> dict[str, Any]:
             """Call `tool` on `endpoint` and follow its MCP task (see `McpTasks`)."""
             try:
                 given = Call(endpoint, tool, arguments, timeout, cancel_on_timeout, raise_on_error, key)
             except (TypeError, ValueError) as exc:
                 raise TaskError(-32602, str(exc)) from None
-            return run(task, clients, every, given, _shown, _holder)
+            return run(task, clients, every, given, _shown, _holder, _described)
 
         registered: Task = app.task(
             call,

@@ -76,15 +76,19 @@ def _kv(backend: Any) -> bool:
     return all(callable(getattr(backend, name, None)) for name in ("get", "set", "delete"))
 
 
-def write_record(backend: Any, task_id: str, record: dict[str, Any]) -> None:
+def write_record(backend: Any, task_id: str, record: dict[str, Any]) -> bool:
     """Describe the chain of `task_id`: ``{"id", "args", "kwargs", "queue"}`` of a check. Nothing
-    with a backend that keeps no keys (then no sweeper restarts the chain), nor when it fails.
+    with a backend that keeps no keys (then no sweeper restarts the chain). False when the
+    backend failed: the chain's next check writes it again.
     """
-    if _kv(backend):
-        try:
-            backend.set(record_key(task_id), json.dumps(record))
-        except Exception as exc:  # any backend's error: the chain goes on, not restartable
-            log.warning("a Celery call: could not describe its chain in the result backend: %s", exc)
+    if not _kv(backend):
+        return True
+    try:
+        backend.set(record_key(task_id), json.dumps(record))
+    except Exception as exc:  # any backend's error: the chain goes on, described at its next check
+        log.warning("a Celery call: could not describe its chain in the result backend (next check): %s", exc)
+        return False
+    return True
 
 
 def read_record(backend: Any, task_id: str) -> dict[str, Any] | None:
@@ -92,7 +96,10 @@ def read_record(backend: Any, task_id: str) -> dict[str, Any] | None:
     raw = backend.get(record_key(task_id)) if _kv(backend) else None
     if raw is None:
         return None
-    kept = json.loads(raw)
+    try:
+        kept = json.loads(raw)
+    except ValueError:  # not one of ours: no chain to restart from it
+        return None
     return kept if isinstance(kept, dict) and isinstance(kept.get("id"), str) else None
 
 

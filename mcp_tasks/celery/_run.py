@@ -10,7 +10,7 @@ import json
 import logging
 import time
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 import attrs
 from celery import Task
@@ -78,10 +78,17 @@ class Call:
 
 
 def run(
-    task: Task, clients: Clients, check_every: float, call: Call, shown: str | None, holder: str | None
+    task: Task,
+    clients: Clients,
+    check_every: float,
+    call: Call,
+    shown: str | None,
+    holder: str | None,
+    described: bool = True,
 ) -> dict[str, Any]:
     """One run for `call`; `shown` is None for the first (the message `delay` sent), else the
-    state the result shows; `holder` is the chain's token (`_chain`), None in the first message.
+    state the result shows; `holder` is the chain's token (`_chain`), None in the first message;
+    `described` False when the chain's record could not be written yet (this run writes it).
     Returns the CallToolResult, raises `TaskError`, or `Ignore` after sending the next check (or
     when another chain of checks follows the call).
     """
@@ -95,22 +102,21 @@ def run(
             chain = Chain(store, celery_id, holder, quiet_after(check_every))
             if not chain.begin():
                 raise Ignore()
-        called = call_tool(client, call.tool, call.arguments, key=call.key or celery_id, timeout=START_TIMEOUT)
+        called = _called(client, call, celery_id, first=chain is None)
         if isinstance(called, dict):
             _end(task, chain, None)
             return checked(called, call.raise_on_error, None, call.tool)
         task_id = called.task_id
-        if chain is None:  # the first run: the task's id is recorded, a sweeper may restart its chain
-            _describe(task, call, task_id)
+        if chain is None or not described:  # the task's id is recorded: a sweeper may restart its chain
+            described = _describe(task, call, task_id)
+        if chain is None:
             chain = Chain(store, celery_id, None, quiet_after(check_every))
             if not chain.begin():
                 raise Ignore()
         status = called
         if (shown is not None and not status.terminal) or (status.terminal and not status.detailed):
             status = _checked(task, client, clients, store, status)
-        kept = store.get(task_id)
-        began = kept.created_at if kept is not None else time.time()
-        deadline = began + call.timeout if call.timeout is not None else None
+        deadline = _deadline(store, task_id, call.timeout)
         step = decide(status, time.time(), deadline, check_every)
         if isinstance(step, Finish):
             _end(task, chain, task_id)
@@ -123,17 +129,61 @@ def run(
         _end(task, chain, task_id)
         raise failure_of(exc, task_id) from None
     if isinstance(step, Revoked):
-        _end(task, chain, task_id)
-        task.backend.mark_as_revoked(celery_id, "cancelled on the MCP server", request=task.request)
-        raise Ignore()
+        _revoked(task, chain, task_id)
     assert isinstance(step, Check)
     if not chain.keep(step.countdown):  # another chain took over while this run read the task
         raise Ignore()
-    _send_next(task, call, step, status, shown, chain.holder)
+    _send_next(task, call, step, status, shown, chain.holder, described)
     raise Ignore()
 
 
-def _send_next(task: Task, call: Call, step: Check, status: Status, shown: str | None, holder: str | None) -> None:
+def _called(client: Client, call: Call, celery_id: str, *, first: bool) -> Status | dict[str, Any]:
+    """Start the call (the first run), or find the task it started (a check: its key is
+    recorded). A check that cannot reach the store or the server now ends without a trace: its
+    chain's lease lapses and a sweeper checks again (an error here would end the call as a
+    FAILURE while its task runs on).
+    """
+    try:
+        return call_tool(client, call.tool, call.arguments, key=call.key or celery_id, timeout=START_TIMEOUT)
+    except (TransportError, StoreError) as exc:
+        if first:
+            raise
+        log.warning("a Celery call: could not read its task now (a sweeper checks it again): %s", exc)
+        raise Ignore() from None
+
+
+def _deadline(store: TaskStore, task_id: str, timeout: float | None) -> float | None:
+    """When the call's `timeout` runs out (epoch), counted from the task's creation as the store
+    keeps it; None without a timeout, or when the store cannot say now (the next check asks).
+    """
+    if timeout is None:
+        return None
+    try:
+        kept = store.get(task_id)
+    except StoreError as exc:
+        log.warning(
+            "task %s: could not read its creation time (its timeout is checked later): %s", short_id(task_id), exc
+        )
+        return None
+    return (kept.created_at if kept is not None else time.time()) + timeout
+
+
+def _revoked(task: Task, chain: Chain | None, task_id: str) -> NoReturn:
+    """The task was cancelled on the server: the result is REVOKED, then the chain is over. A
+    backend that cannot take that now leaves the chain as it is: a sweeper checks it again.
+    """
+    try:
+        task.backend.mark_as_revoked(task.request.id, "cancelled on the MCP server", request=task.request)
+    except Exception as exc:  # any backend's error (kombu's, redis', …): the chain lapses, not lost
+        log.warning("task %s: could not store its revoke (a sweeper checks it again): %s", short_id(task_id), exc)
+        raise Ignore() from None
+    _end(task, chain, task_id)
+    raise Ignore()
+
+
+def _send_next(
+    task: Task, call: Call, step: Check, status: Status, shown: str | None, holder: str | None, described: bool
+) -> None:
     """Show the state when it changed, and send the next check. When the result backend or the
     broker fails here, send nothing: the error would become the result (a FAILURE) and the real
     one never arrive; the chain's lease lapses instead, and a sweeper starts the chain again.
@@ -148,7 +198,7 @@ def _send_next(task: Task, call: Call, step: Check, status: Status, shown: str |
             task.update_state(state=step.state, meta=meta)
         task.apply_async(
             args=(call.endpoint, call.tool, call.arguments),
-            kwargs={**call.keywords(now_shown), "_holder": holder},
+            kwargs={**call.keywords(now_shown), "_holder": holder, **({} if described else {"_described": False})},
             task_id=celery_id,
             countdown=step.countdown,
             queue=_queue(task),
@@ -167,10 +217,12 @@ def _queue(task: Task) -> str | None:
     return queue
 
 
-def _describe(task: Task, call: Call, task_id: str) -> None:
-    """Write the chain's record, from which a sweeper sends a check when the chain goes quiet."""
+def _describe(task: Task, call: Call, task_id: str) -> bool:
+    """Write the chain's record, from which a sweeper sends a check when the chain goes quiet;
+    False when the backend failed (the next check writes it).
+    """
     message = {"args": [call.endpoint, call.tool, call.arguments], "kwargs": call.keywords("")}
-    write_record(task.backend, task_id, {"id": task.request.id, "queue": _queue(task), **message})
+    return write_record(task.backend, task_id, {"id": task.request.id, "queue": _queue(task), **message})
 
 
 def _end(task: Task, chain: Chain | None, task_id: str | None) -> None:
@@ -217,20 +269,33 @@ def _check(task: Task, client: Client, clients: Clients, store: TaskStore, kept:
 
 
 def _move_answers(task: Task, store: TaskStore, status: Status) -> bool:
-    """Move the answers `McpTasks.answer` left in the result backend into the store's ledger."""
+    """Move the answers `McpTasks.answer` left in the result backend into the store's ledger. A
+    backend that fails now moves nothing: the answers wait there for the next check.
+    """
     backend = task.backend
-    getter = getattr(backend, "get", None)
-    if not callable(getter):
+    if not callable(getattr(backend, "get", None)):
         return False
     celery_id: str = task.request.id
-    raw = getter(answers_key(celery_id))
+    try:
+        raw = backend.get(answers_key(celery_id))
+    except Exception as exc:  # any backend's error (kombu's, redis', …): the next check reads again
+        log.warning(
+            "task %s: could not read the answers left for it (reading again later): %s", short_id(status.task_id), exc
+        )
+        return False
     if raw is None:
         return False
-    left = json.loads(raw)
+    try:
+        left = json.loads(raw)
+    except ValueError:
+        left = None
     answers = real_keys(celery_id, status, left if isinstance(left, dict) else {})
     if answers:
         store.write_answers(status.task_id, answers)
-    backend.delete(answers_key(celery_id))
+    try:
+        backend.delete(answers_key(celery_id))
+    except Exception as exc:  # moved again later: an answer the server took is no longer asked
+        log.warning("task %s: could not drop the answers it moved: %s", short_id(status.task_id), exc)
     return bool(answers)
 
 

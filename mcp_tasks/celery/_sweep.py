@@ -48,11 +48,18 @@ class Sweeper:
             join_all([thread], 10.0)
 
     def _loop(self) -> None:
+        failing = False  # said once per outage, not at every sweep
         while not self._stop.wait(self.quiet / 2):
             try:
                 self.sweep()
             except Exception as exc:  # the store or the broker down for a moment: sweep again later
-                log.warning("the Celery calls' sweep failed (sweeping again later): %s", exc)
+                if not failing:
+                    log.warning("the Celery calls' sweep failed (sweeping again until it works): %s", exc)
+                failing = True
+            else:
+                if failing:
+                    log.info("the Celery calls' sweep works again")
+                failing = False
 
     def sweep(self) -> int:
         """Send a check for each chain that went quiet (its lease free); how many were sent. A

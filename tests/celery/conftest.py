@@ -5,6 +5,7 @@ the binary is absent), the reference server over HTTP with counted tools, and re
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import signal
@@ -15,9 +16,11 @@ import threading
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
+from celery import states
 
 from mcp_tasks._errors import McpError
 from mcp_tasks._store import open_store
@@ -143,6 +146,17 @@ class Served:
             answer = ctx.elicit(f"name-{n}", "Who answers?", SCHEMA)
             return {"n": n, "name": answer["content"]["name"]}
 
+        @self.server.tool(task="required")
+        def form(ctx: Any, n: int) -> dict[str, Any]:
+            """Two keys asked at once, then a third."""
+            self._count("form", n)
+            params = {"mode": "form", "message": "Who?", "requestedSchema": SCHEMA}
+            asked = {"method": "elicitation/create", "params": params}
+            first = ctx.ask_all({f"a-{n}": asked, f"b-{n}": asked})
+            last = ctx.elicit(f"c-{n}", "And then?", SCHEMA)
+            names = [first[f"a-{n}"], first[f"b-{n}"], last]
+            return {"n": n, "names": [answer["content"]["name"] for answer in names]}
+
     def close(self) -> None:
         self.http.close()
         self.server.close()
@@ -210,6 +224,18 @@ class Fleet:
             worker.close()
         self.served.close()
         self.redis.close()
+
+
+def app_of(fleet: Fleet) -> ModuleType:
+    """The tests' own Celery app (a client of the fleet's broker and backend)."""
+    return importlib.import_module("tests.celery.worker_app")
+
+
+def state_becomes(result: Any, state: str) -> None:
+    """Read the result's state (a backend read every 50 ms) until it is `state`; fail if it ends first."""
+    while (now := result.state) != state:
+        assert now not in states.READY_STATES, f"the result ended {now} ({result.result!r}) before it was {state}"
+        threading.Event().wait(0.05)
 
 
 @pytest.fixture(autouse=True)

@@ -10,7 +10,6 @@ revoke cancels.
 from __future__ import annotations
 
 import base64
-import importlib
 import json
 import re
 import subprocess
@@ -19,7 +18,6 @@ import textwrap
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -31,25 +29,13 @@ import mcp_tasks as mt
 from mcp_tasks._store import open_store
 from mcp_tasks.celery import McpTasks, TaskError
 from mcp_tasks.server import Server, serve_http
-from tests.celery.conftest import Fleet, Redis, Worker
+from tests.celery.conftest import Fleet, Redis, Worker, app_of, state_becomes
 from tests.conftest import ROOT, eventually
 from tests.foreign.legacy_http_tasks import LegacyHttpTasksServer
 from tests.interop.conftest import PeerHttpServer
 
 # One Redis and one pair of workers for the module: its tests run on one xdist worker.
 pytestmark = pytest.mark.xdist_group("celery")
-
-
-def app_of(fleet: Fleet) -> ModuleType:
-    """The tests' own Celery app (a client of the fleet's broker and backend)."""
-    return importlib.import_module("tests.celery.worker_app")
-
-
-def state_becomes(result: Any, state: str) -> None:
-    """Read the result's state (a backend read every 50 ms) until it is `state`; fail if it ends first."""
-    while (now := result.state) != state:
-        assert now not in states.READY_STATES, f"the result ended {now} ({result.result!r}) before it was {state}"
-        threading.Event().wait(0.05)
 
 
 def test_a_result_arrives_and_its_tool_is_called_once(fleet: Fleet) -> None:

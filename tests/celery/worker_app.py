@@ -35,20 +35,36 @@ def configure(app: Celery) -> None:
 
 
 class FlakyBackend(RedisBackend):  # type: ignore[misc]
-    """The Redis backend, failing once as a check shows the call STARTED: the first process of
-    any worker to get there creates the file MCP_CELERY_FLAKY names, and fails that one write.
+    """The Redis backend, failing once where MCP_CELERY_FLAKY_AT says: ``started`` (a check
+    showing the call STARTED), ``answers`` (a check reading the answers `McpTasks.answer` left),
+    ``record`` (the first run describing its chain). The first process of any worker to get
+    there creates the file MCP_CELERY_FLAKY names, and fails that one call.
     """
 
-    def store_result(self, task_id: str, result: Any, state: str, *args: Any, **kwargs: Any) -> Any:
+    def _fails(self, at: str) -> None:
         marker = os.environ.get("MCP_CELERY_FLAKY")
-        if marker and state == "STARTED":
+        if marker and os.environ.get("MCP_CELERY_FLAKY_AT", "started") == at:
             try:
                 os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
             except FileExistsError:
-                pass
-            else:
-                raise OperationalError("the result backend failed on purpose")
+                return
+            raise OperationalError(f"the result backend failed on purpose ({at})")
+
+    def store_result(self, task_id: str, result: Any, state: str, *args: Any, **kwargs: Any) -> Any:
+        if state == "STARTED":
+            self._fails("started")
         return super().store_result(task_id, result, state, *args, **kwargs)
+
+    def get(self, key: Any) -> Any:
+        value = super().get(key)
+        if value is not None and str(key).startswith("mcp-tasks-answers-"):
+            self._fails("answers")  # as answers wait there
+        return value
+
+    def set(self, key: Any, value: Any, *args: Any, **kwargs: Any) -> Any:
+        if str(key).startswith("mcp-tasks-chain-"):
+            self._fails("record")
+        return super().set(key, value, *args, **kwargs)
 
 
 # MCP_CELERY_FLAKY: a worker whose result backend fails once (`FlakyBackend`).

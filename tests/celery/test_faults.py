@@ -1,0 +1,147 @@
+"""Faults under `mcp_tasks.celery`, with real parts (a redis-server, prefork `celery worker`
+processes, the reference server over HTTP): a result backend that fails as a check reads the
+answers left for it, or as the first run describes its chain, loses neither the call nor the
+answer; and with workers SIGKILLed mid-follow, every result arrives, each tool is called once
+and each input key is answered once, whether the workers' handlers answer or another process.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from mcp_tasks._store import open_store
+from mcp_tasks.celery._chain import record_key
+from tests.celery.conftest import Fleet, Worker, app_of, state_becomes
+from tests.conftest import ROOT
+
+# One Redis and one pair of workers for the module: its tests run on one xdist worker.
+pytestmark = pytest.mark.xdist_group("celery")
+
+ACCEPT = {"action": "accept", "content": {"name": "a person"}}
+
+
+def flaky(fleet: Fleet, tmp_path: Path, at: str) -> tuple[Worker, Path]:
+    """A worker of its own queue (named `at`) whose result backend fails once at `at`."""
+    marker = tmp_path / f"failed-{at}"
+    env = {**fleet.env, "MCP_CELERY_FLAKY": str(marker), "MCP_CELERY_FLAKY_AT": at}
+    return Worker(f"flaky-{at}", env, queue=f"flaky-{at}"), marker
+
+
+def test_a_backend_failing_as_a_check_reads_the_answers_loses_neither_call_nor_answer(
+    fleet: Fleet, tmp_path: Path
+) -> None:
+    mcp = app_of(fleet).mcp
+    served = fleet.served
+    worker, marker = flaky(fleet, tmp_path, "answers")
+    try:
+        result = mcp.call.apply_async((served.url, "ask", {"n": 50}), queue="flaky-answers")
+        state_becomes(result, "INPUT_REQUIRED")
+        (key,) = result.info["inputRequests"]
+        mcp.answer(result.id, {key: ACCEPT})
+        assert result.get(timeout=120)["structuredContent"] == {"n": 50, "name": "a person"}
+    finally:
+        worker.close()
+    assert marker.exists()  # the backend did fail as the answers waited
+    assert served.calls[("ask", 50)] == 1
+    assert served.updates["name-50"] == 1
+    assert len([line for line in worker.lines if "could not read the answers left for it" in line]) == 1
+    assert not [line for line in worker.lines if "Traceback" in line]
+
+
+def test_a_chain_whose_record_failed_at_the_first_run_is_described_at_its_next_check(
+    fleet: Fleet, tmp_path: Path
+) -> None:
+    # Without its record, no sweeper could start the chain again were the broker to lose a check.
+    mcp = app_of(fleet).mcp
+    served = fleet.served
+    worker, marker = flaky(fleet, tmp_path, "record")
+    try:
+        result = mcp.call.apply_async((served.url, "work", {"n": 51, "seconds": 600}), queue="flaky-record")
+        state_becomes(result, "STARTED")  # shown by the first run, once it tried the record
+        assert marker.exists()
+        store = open_store(fleet.env["MCP_CELERY_STORE"])
+        try:
+            intent = store.get_intent(served.url, result.id)
+        finally:
+            store.close()
+        assert intent is not None and intent.task_id is not None
+        gets = served.gets
+        served.until(lambda: served.gets >= gets + 2)  # a check ran after the failed write
+        with redis.Redis.from_url(f"{fleet.redis.url}/1") as backend:
+            record = backend.get(record_key(intent.task_id))
+        assert record is not None
+        result.revoke()
+        served.until(lambda: 51 in served.cancelled)
+    finally:
+        worker.close()
+    assert served.calls[("work", 51)] == 1
+
+
+ANSWERER = textwrap.dedent(
+    """
+    import sys, time
+    from celery.result import AsyncResult
+    from tests.celery.worker_app import app, mcp
+    accept = {"action": "accept", "content": {"name": "a person"}}
+    left, answered = set(sys.argv[1:]), set()
+    while left:
+        for rid in sorted(left):
+            result = AsyncResult(rid, app=app)
+            if result.ready():
+                left.discard(rid)
+            elif result.state == "INPUT_REQUIRED":
+                keys = set(result.info["inputRequests"]) - answered  # each shown key answered once
+                if keys:
+                    mcp.answer(rid, {key: accept for key in keys})
+                    answered |= keys
+        time.sleep(0.05)
+    """
+)
+
+
+def test_with_workers_killed_mid_follow_each_input_key_is_answered_once(fleet: Fleet) -> None:
+    # Half the calls are answered by the handlers of two workers of their own, half by another
+    # process through mcp.answer; once answers flow, one worker of each kind is SIGKILLed.
+    mcp = app_of(fleet).mcp
+    served = fleet.served
+    queue = "answering-" + uuid.uuid4().hex[:6]
+    env = {**fleet.env, "MCP_CELERY_HANDLERS": "1"}
+    answering = [Worker(f"{queue}-{i}", env, queue=queue) for i in range(2)]
+    by_handlers, by_person = range(60, 66), range(70, 76)
+    results: dict[int, Any] = {}
+    for n in by_handlers:
+        results[n] = mcp.call.apply_async((served.url, "form", {"n": n}), queue=queue)
+    results |= {n: mcp.call.delay(served.url, "form", {"n": n}) for n in by_person}
+    answerer = subprocess.Popen(
+        [sys.executable, "-c", ANSWERER, *(results[n].id for n in by_person)],
+        env={**fleet.env, "PYTHONPATH": str(ROOT)},
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        # Killed as answers flow: some keys answered, most not yet.
+        served.until(lambda: sum(served.updates.values()) >= 6)
+        answering.pop(0).kill()
+        fleet.workers.pop(0).kill()
+        for n, result in results.items():
+            name = "the worker" if n in by_handlers else "a person"
+            assert result.get(timeout=90)["structuredContent"] == {"n": n, "names": [name] * 3}
+        _, errors = answerer.communicate(timeout=60)
+        assert answerer.returncode == 0, errors
+    finally:
+        if answerer.poll() is None:
+            answerer.kill()
+            answerer.communicate()
+        for worker in answering:
+            worker.close()
+    assert {n: served.calls[("form", n)] for n in results} == {n: 1 for n in results}
+    keys = [f"{part}-{n}" for n in results for part in "abc"]
+    assert {key: served.updates[key] for key in keys} == {key: 1 for key in keys}
