@@ -181,3 +181,43 @@ def test_a_call_over_a_link_a_second_slow_records_its_task_within_its_deadline(
             future.result(timeout=60)
     finally:
         store.close()
+
+
+class NoJoins(mt.PostgresTaskStore):
+    """Refuses to join a call's task to its intent (the task's record) while `refusing` is set:
+    the store a slow link or an outage made miss that write.
+    """
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.refusing = threading.Event()
+
+    def join_intent(self, endpoint: str, key: str, **given: Any) -> None:
+        if self.refusing.is_set():
+            raise mt.StoreError("the test's store takes no join yet")
+        super().join_intent(endpoint, key, **given)
+
+
+@pytest.mark.timeout(120)
+def test_a_task_that_ends_before_its_record_is_written_is_recorded_finished(
+    jobs: Jobs, pg_url: str, pg_store: mt.PostgresTaskStore
+) -> None:
+    """Its wait found no record to write the end into, and the record the client wrote later (at
+    its next call) was the call's, unfinished, with a lease nobody renewed: adopted and delivered
+    again (issue 33's bench, the slow link and the stopped database).
+    """
+    store = NoJoins(pg_url)
+    try:
+        with mt.Client.http(jobs.url, store=store) as client:
+            store.refusing.set()
+            future = mt.submit(client, "job", {"n": 0})  # its record kept by the client
+            task_id = future.task_id or ""
+            jobs.gate.set()
+            future.result(timeout=60)
+            assert pg_store.get(task_id) is None
+            store.refusing.clear()
+            mt.submit(client, "job", {"n": 1}).result(timeout=60)  # the next call writes it
+            kept = pg_store.get(task_id)
+            assert kept is not None and kept.finished  # main: unfinished, and adopted later
+    finally:
+        store.close()
