@@ -111,32 +111,25 @@ def release_many(conn: Conn, t: Tables, pairs: Sequence[tuple[str, str]]) -> Non
     )
 
 
-def _held(conn: Conn, t: Tables, leases: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
-    """Which ``(task_id, holder)`` pairs hold their task's lease now (on the database's clock)."""
-    if not leases:
-        return set()
-    rows = conn.execute(
-        f"SELECT task_id, holder FROM {t.leases} WHERE task_id = ANY(%s) AND expires > now()",
-        (sorted({task_id for task_id, _ in leases}),),
-    ).fetchall()
-    return {(row[0], row[1]) for row in rows}
-
-
 def move_forward(conn: Conn, t: Tables, statuses: Sequence[tuple[str, Status, str | None]]) -> None:
     """Make each ``(task_id, status, holder)``'s status its task's last, as `update` does: only
     when it moves the record forward (`moves_forward`; in order, so a task given twice keeps the
     first end that could be written) and, with a holder, only when that holder holds the lease
-    now. The task rows, then the lease rows, are locked (in the order of their ids) before
-    anything is decided, and stay so until the write commits.
+    now. The task rows, then the lease rows of those given a holder, are locked (in the order of
+    their ids) before anything is decided, and stay so until the write commits. The two reads go
+    out together: one round trip in pipeline mode.
     """
-    rows = conn.execute(
+    tasks = conn.execute(
         f"SELECT task_id, ref FROM {t.tasks} WHERE task_id = ANY(%s) AND NOT finished ORDER BY task_id FOR UPDATE",
         (sorted({task_id for task_id, _, _ in statuses}),),
-    ).fetchall()
-    kept = {task_id: TaskRef.from_json(ref) for task_id, ref in rows}
-    leases = sorted({(task_id, holder) for task_id, _, holder in statuses if holder is not None and task_id in kept})
-    _lock_leases(conn, t, [task_id for task_id, _ in leases])
-    held = _held(conn, t, leases)
+    )
+    fenced = sorted({task_id for task_id, _, holder in statuses if holder is not None})
+    leases = conn.execute(
+        f"SELECT task_id, holder, expires > now() FROM {t.leases} WHERE task_id = ANY(%s) ORDER BY task_id FOR UPDATE",
+        (fenced,),
+    )
+    kept = {task_id: TaskRef.from_json(ref) for task_id, ref in tasks.fetchall()}
+    held = {(row[0], row[1]) for row in leases.fetchall() if row[2]}
     moved: dict[str, TaskRef] = {}
     for task_id, status, holder in statuses:
         ref = moved.get(task_id) or kept.get(task_id)
@@ -154,12 +147,13 @@ def move_forward(conn: Conn, t: Tables, statuses: Sequence[tuple[str, Status, st
 
 
 def finish_many(conn: Conn, t: Tables, ends: Sequence[tuple[str, Status, str | None]]) -> None:
-    """Record each end as `move_forward` does, acknowledge what its ledger holds (nobody can answer
-    a task that is over) and free the lease its holder (when not None) holds.
+    """Record each end as `move_forward` does (which locks the leases given a holder), acknowledge
+    what its ledger holds (nobody can answer a task that is over) and free the lease its holder
+    (when not None) holds. In pipeline mode, two round trips: the reads, then the writes with
+    the commit.
     """
     move_forward(conn, t, ends)
     leases = sorted({(task_id, holder) for task_id, _, holder in ends if holder is not None})
-    _lock_leases(conn, t, [task_id for task_id, _ in leases])
     conn.execute(
         f"WITH a AS (UPDATE {t.answers} SET acknowledged = true WHERE task_id = ANY(%(ids)s) AND NOT acknowledged) "
         f"DELETE FROM {t.leases} AS l USING unnest(%(lt)s::text[], %(lh)s::text[]) AS r(task_id, holder) "

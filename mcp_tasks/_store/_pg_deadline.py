@@ -90,34 +90,48 @@ class Cut:
         """The call is over: its socket is never shut from here on. True when it was."""
         return self._dog.release(self)
 
-    def run(self, conn: Conn, work: Callable[[Conn], T], statement_ms: int | None = None, *, single: bool = False) -> T:
+    def run(
+        self,
+        conn: Conn,
+        work: Callable[[Conn], T],
+        statement_ms: int | None = None,
+        *,
+        single: bool = False,
+        piped: bool = False,
+    ) -> T:
         """`work(conn)` and its commit (or rollback) under this watch, its statements bounded by
         the server too (`statement_ms`: in this transaction); a connection cut is closed. A
         `single` statement runs in autocommit: one round trip, where a transaction takes three
-        or four (BEGIN, the bound, the statement, COMMIT), which on a slow link is seconds.
+        or four (BEGIN, the bound, the statement, COMMIT), which on a slow link is seconds. A
+        `piped` transaction is sent in pipeline mode: its statements go out without waiting for
+        each other's answers, a round trip only where `work` reads a result and one for the rest
+        with the commit (a task's end: two, not eight, its rows locked for one), so it fits its
+        bound on a link a second slow. Its BEGIN and COMMIT are statements of its own (psycopg's
+        own BEGIN waits for its answer).
         """
         import psycopg
 
         self.attach(conn.pgconn.socket)
         try:
             try:
-                if single:
+                if single or piped:
                     conn.autocommit = True
                     try:
-                        return work(conn)
+                        return work(conn) if single else _piped(conn, work, statement_ms)
+                    except BaseException:
+                        if piped and not self.fired:
+                            _roll_back(conn)  # before leaving autocommit, which needs no transaction open
+                        raise
                     finally:
                         _back_to_transactions(conn)
                 if statement_ms is not None:
-                    conn.execute(f"SET LOCAL statement_timeout = {int(statement_ms)}".encode())
+                    conn.execute(_bound(statement_ms))
                 result = work(conn)
                 conn.commit()
                 return result
             except BaseException:
-                if not self.fired and not single:
-                    try:
-                        conn.rollback()
-                    except psycopg.Error:
-                        pass  # the connection is broken: the pool discards it
+                if not self.fired and not single and not piped:
+                    _roll_back(conn)
                 raise
         except psycopg.Error as exc:
             if self.fired:
@@ -226,6 +240,32 @@ class _Watching:
             self._hurry.__exit__(None, None, None)
         finally:
             self._cut.close()
+
+
+def _bound(statement_ms: int) -> bytes:
+    return f"SET LOCAL statement_timeout = {int(statement_ms)}".encode()
+
+
+def _piped(conn: Conn, work: Callable[[Conn], T], statement_ms: int | None) -> T:
+    """`work` in a transaction of its own statements, in pipeline mode (`conn` in autocommit):
+    the last round trip, the pipeline's closing sync, brings the commit's answer too.
+    """
+    with conn.pipeline():
+        conn.execute(b"BEGIN")
+        if statement_ms is not None:
+            conn.execute(_bound(statement_ms))
+        result = work(conn)
+        conn.execute(b"COMMIT")
+    return result
+
+
+def _roll_back(conn: Conn) -> None:
+    import psycopg
+
+    try:
+        conn.rollback()
+    except psycopg.Error:
+        pass  # the connection is broken: the pool discards it
 
 
 def _back_to_transactions(conn: Conn) -> None:

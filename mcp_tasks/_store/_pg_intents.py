@@ -1,6 +1,7 @@
 """The PostgreSQL store's intents (calls recorded before they are sent; see _intent.py): the
-methods `PostgresTaskStore` takes from `PgIntents`, each one transaction of its own. Their table
-came with version 2 of the schema (_pg_schema.py).
+methods `PostgresTaskStore` takes from `PgIntents`, each one transaction of its own (those on a
+call's way, `record_intent` and `join_intent`, in pipeline mode: few round trips on a slow link).
+Their table came with version 2 of the schema (_pg_schema.py).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ class PgIntents:
     schema: str
     keep_finished: float
 
-    def _run(self, work: Callable[[Conn], T]) -> T:
+    def _run(self, work: Callable[[Conn], T], *, single: bool = False, line: bool = False, piped: bool = False) -> T:
         raise NotImplementedError
 
     @property
@@ -69,7 +70,7 @@ class PgIntents:
             ).fetchone()
             return Intent.from_row(*kept) if kept is not None else None
 
-        return self._run(work)
+        return self._run(work, piped=True)  # two round trips, not four: a call on a slow link pays it first
 
     def join_intent(
         self,
@@ -110,7 +111,7 @@ class PgIntents:
                 (ref.task_id, endpoint, key),
             )
 
-        self._run(work)
+        self._run(work, piped=True)  # one round trip, not six
 
     def get_intent(self, endpoint: str, key: str) -> Intent | None:
         """The intent kept under `endpoint` and `key`, or None."""

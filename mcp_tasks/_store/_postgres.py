@@ -121,11 +121,12 @@ class PostgresTaskStore(PgIntents):
     def _error(self, exc: Exception, doing: str = "cannot use it") -> StoreError:
         return pg_error(exc, f"the task store on {self.server}, schema {self.schema}", self._conninfo, doing)
 
-    def _run(self, work: Callable[[Conn], T], *, single: bool = False, line: bool = False) -> T:
+    def _run(self, work: Callable[[Conn], T], *, single: bool = False, line: bool = False, piped: bool = False) -> T:
         """`work` in a transaction of a pooled connection (`line`: the renewals' own; `single`: one
-        statement, autocommit), within `busy_timeout` or the caller's bound, on the client's clock:
-        a connection silent at the deadline is cut (`Deadlines`); a serialization failure, deadlock
-        or broken connection is tried again meanwhile; any other failure is a `StoreError`.
+        statement, autocommit; `piped`: in pipeline mode, see `Cut.run`), within `busy_timeout` or
+        the caller's bound, on the client's clock: a connection silent at the deadline is cut
+        (`Deadlines`); a serialization failure, deadlock or broken connection is tried again
+        meanwhile; any other failure is a `StoreError`.
         """
         import psycopg
         from psycopg_pool import PoolTimeout
@@ -133,8 +134,7 @@ class PostgresTaskStore(PgIntents):
         deadline = time.monotonic() + self.busy_timeout
         bound = store_bound()
         bounded = bound is not None and bound < deadline
-        if bound is not None and bounded:
-            deadline = bound
+        deadline = bound if bound is not None and bounded else deadline
         pause = 0.005
         while True:
             if self._closed:
@@ -145,7 +145,8 @@ class PostgresTaskStore(PgIntents):
                     self._deadlines.watching(max(deadline, time.monotonic() + LAST_TRY_MS / 1000)) as cut,
                     (self._pools.line() if line else self._pools.get()).connection(timeout=max(left, 0.001)) as conn,
                 ):
-                    return cut.run(conn, work, max(int(left * 1000), LAST_TRY_MS) if bounded else None, single=single)
+                    ms = max(int(left * 1000), LAST_TRY_MS) if bounded else None
+                    return cut.run(conn, work, ms, single=single, piped=piped)
             except StoreError as exc:
                 if cut.fired:
                     raise StoreError(f"the task store on {self.server}: {exc}") from None
@@ -189,7 +190,7 @@ class PostgresTaskStore(PgIntents):
             if prune:
                 self._prune(conn)
 
-        self._run(work, single=holder is None and not prune)
+        self._run(work, single=holder is None and not prune, piped=True)
 
     def _prune(self, conn: Conn) -> None:
         gone = conn.execute(
@@ -208,7 +209,7 @@ class PostgresTaskStore(PgIntents):
         """
         if not isinstance(status, Status):
             raise TypeError(f"expected a Status, got {type(status).__name__}")
-        self._run(lambda conn: batch.move_forward(conn, self._t, [(task_id, status, holder)]))
+        self._run(lambda conn: batch.move_forward(conn, self._t, [(task_id, status, holder)]), piped=True)
 
     def get(self, task_id: str) -> TaskRef | None:
         """See `TaskStore.get`."""
@@ -323,7 +324,7 @@ class PostgresTaskStore(PgIntents):
             log.debug("task %s: lease taken over from a holder gone", short_id(task_id))
             return True
 
-        return self._run(work)
+        return self._run(work, piped=True)
 
     def renew(self, task_id: str, holder: str, ttl: float) -> bool:
         """See `TaskStore.renew`."""
@@ -371,7 +372,7 @@ class PostgresTaskStore(PgIntents):
         """
         pairs = [(str(task_id), str(holder)) for task_id, holder in leases]
         if pairs:
-            self._run(lambda conn: batch.release_many(conn, self._t, pairs))
+            self._run(lambda conn: batch.release_many(conn, self._t, pairs), piped=True)
 
     def finish_many(self, ends: Sequence[tuple[str, Status, str | None]]) -> None:
         """The ends of many tasks in one transaction: for each ``(task_id, status, holder)``, its
@@ -382,7 +383,7 @@ class PostgresTaskStore(PgIntents):
         """
         checked = check_ends(ends)
         if checked:
-            self._run(lambda conn: batch.finish_many(conn, self._t, checked))
+            self._run(lambda conn: batch.finish_many(conn, self._t, checked), piped=True)
 
     def claim(self, holder: str, ttl: float, limit: int) -> list[TaskRef]:
         """See `TaskStore.claim`: the rows other claimers hold locked are skipped (``FOR UPDATE

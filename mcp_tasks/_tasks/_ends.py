@@ -33,17 +33,19 @@ FIRST_RETRY = 0.5
 """Seconds before an end the store refused is tried again; doubled after each failure."""
 LAST_RETRY = 10.0
 """The longest pause between two tries."""
-TRY_PATIENCE = 1.0
-"""Seconds one try waits for a busy store (so that the thread is joined quickly at close)."""
+TRY_PATIENCE = 5.0
+"""Seconds one try waits for a busy or slow store: an end takes a few round trips, each a second
+on a slow link, where a second's patience cut every try. A closing client hurries a try under way
+(its renewer's hurry), so the thread is still joined quickly."""
 CLOSE_PATIENCE = 1.0
 """Seconds `close()` gives the store to take the ends still pending."""
 
 
-@attrs.frozen
+@attrs.define(eq=False)
 class PendingEnd:
     """One task's end to record: its terminal `status`, written by `holder` (`fence`: with
-    ``holder=``, where the store can), whose `lease` (None: not held, or no longer renewed) is
-    taken again first when lost.
+    ``holder=``, where the store can), whose `lease` is renewed until the end is recorded (None:
+    not held; it is taken again first, as when it was lost).
     """
 
     store: TaskStore
@@ -90,7 +92,7 @@ class PendingEnds:
                 if self.stopping or not self.pending:
                     self.running = False
                     return
-            with store_deadline(time.monotonic() + TRY_PATIENCE):
+            with store_deadline(time.monotonic() + TRY_PATIENCE, self.renewer.hurry):
                 done = self._record_all()
             pause = FIRST_RETRY if done else min(pause * 2, LAST_RETRY)
 
@@ -142,12 +144,37 @@ class PendingEnds:
 
 def _record(end: PendingEnd, renewer: Renewer) -> None:
     """Record `end`: its status, its answers settled, its lease freed (StoreError when the store
-    still fails; nothing, but a debug line, when another wait holds the lease now: its end is
-    that one's to record).
+    still fails, the lease renewed again meanwhile; nothing, but a debug line, when another wait
+    holds the lease now: its end is that one's to record).
     """
     store = end.store
-    if (end.lease is None or end.lease.lost) and not store.acquire(end.task_id, end.holder, end.ttl):
-        log.debug("task %s is leased by another wait: its end is that one's to record", short_id(end.task_id))
+    lease, end.lease = end.lease, None
+    if lease is not None:
+        renewer.let_go(lease)  # not renewed while its row is freed, nor renewed once freed
+    held = lease is not None and not lease.lost
+    clock = lease.renewed if lease is not None and held else time.monotonic()
+    try:
+        if not held:
+            if not store.acquire(end.task_id, end.holder, end.ttl):
+                log.debug("task %s is leased by another wait: its end is that one's to record", short_id(end.task_id))
+                return
+            held = True
+        _write(end)
+    except StoreError:
+        if held:  # kept until the end is recorded: a lease that lapsed meanwhile would be adopted
+            end.lease = renewer.hold(store, end.task_id, end.holder, end.ttl, clock)
+        raise
+    log.info("task %s: its end is recorded now", short_id(end.task_id))
+
+
+def _write(end: PendingEnd) -> None:
+    """The end, the answers settled and the lease freed: in one call with the store's optional
+    ``finish_many`` (a few round trips on a slow link, not one per step), else step by step.
+    """
+    store = end.store
+    many = getattr(store, "finish_many", None)
+    if end.fence and callable(many):
+        many([(end.task_id, end.status, end.holder)])
         return
     if end.fence:
         store.update(end.task_id, end.status, holder=end.holder)
@@ -156,13 +183,10 @@ def _record(end: PendingEnd, renewer: Renewer) -> None:
     left = store.unacknowledged(end.task_id)
     if left:
         store.acknowledge(end.task_id, list(left))
-    if end.lease is not None:
-        renewer.let_go(end.lease)
     try:
         store.release(end.task_id, end.holder)
     except StoreError as exc:  # recorded; the lease frees itself when its ttl passes
         log.info("task %s: its end is recorded, its lease not freed: %s", short_id(end.task_id), exc)
-    log.info("task %s: its end is recorded now", short_id(end.task_id))
 
 
 def ends_of(channel: Channel, renewer: Renewer) -> PendingEnds:

@@ -45,6 +45,7 @@ __all__ = [
     "abandon",
     "begin",
     "joined",
+    "joins_of",
     "keeps_intents",
     "kept_status",
 ]
@@ -99,36 +100,84 @@ class _Join:
     def what(self) -> str:
         return f"task {short_id(self.ref.task_id)}" if self.ref is not None else f"call {self.started.key!r}"
 
+    def of(self, store: TaskStore, task_id: str) -> bool:
+        """Whether it joins the task `task_id` of `store`."""
+        return self.ref is not None and self.ref.task_id == task_id and self.started.store is store
+
+    @property
+    def unfinished(self) -> bool:
+        """Whether it writes a task's record unfinished."""
+        return self.ref is not None and not self.ref.finished
+
+    def ended(self, status: Status) -> _Join:
+        """The join with its task's end: its record is written finished."""
+        if self.ref is None or self.ref.finished:
+            return self
+        return attrs.evolve(self, ref=self.ref.with_status(status))
+
 
 class Joins:
     """The joins a client's store refused: each tried again at the client's next call and at its
-    close (which gives the store `JOIN_PATIENCE` seconds, then says which are lost).
+    close (which gives the store `JOIN_PATIENCE` seconds, then says which are lost). A task that
+    ends before its join is written has its end folded into the join (`ended`): its wait found no
+    record to write the end into, and a record written later as the call left it (unfinished,
+    its starter's lease renewed by nobody) was adopted and delivered a second time.
     """
 
     def __init__(self, channel: Channel | None = None) -> None:
         self._lock = threading.Lock()
         self._left: list[_Join] = []
+        self._writing: list[_Join] = []  # being tried now
+        self._late: dict[tuple[int, str], Status] = {}  # ends seen while their join was being tried
 
     def keep(self, join: _Join) -> None:
         """Keep `join` for the next try."""
         with self._lock:
             self._left.append(join)
 
+    def ended(self, store: TaskStore, task_id: str, status: Status) -> None:
+        """`task_id` (in `store`) has ended with `status`: a join of it not yet written writes
+        its record finished.
+        """
+        with self._lock:
+            if not self._left and not self._writing:
+                return
+            self._left = [join.ended(status) if join.of(store, task_id) else join for join in self._left]
+            if any(join.of(store, task_id) and join.unfinished for join in self._writing):
+                self._late[(id(store), task_id)] = status
+
     def retry(self, at: float | None) -> None:
-        """Try the joins left again (each given until `at`, monotonic); those refused are kept."""
+        """Try the joins left again (each given until `at`, monotonic); those refused are kept. A
+        task that ended while its join was being written is written again, finished.
+        """
         with self._lock:
             left, self._left = self._left, []
+            self._writing += left
         failed: list[_Join] = []
-        for join in left:
+        written: list[_Join] = []
+        try:
+            for join in left:
+                try:
+                    with store_deadline(at):
+                        join.write()
+                    log.info("%s: its id is now recorded with its call", join.what())
+                    written.append(join)
+                except StoreError as exc:
+                    log.warning("%s: still could not record its id with its call: %s", join.what(), exc)
+                    failed.append(join)
+        finally:
+            with self._lock:
+                self._writing = [join for join in self._writing if not any(join is mine for mine in left)]
+                late = {key: self._late.pop(key) for key in {_key(join) for join in left} if key in self._late}
+                again = [_late_end(join, late) for join in written if _key(join) in late]
+                self._left[:0] = [_late_end(join, late) if _key(join) in late else join for join in failed]
+        for join in again:  # finished now: no later end changes it
             try:
                 with store_deadline(at):
                     join.write()
-                log.info("%s: its id is now recorded with its call", join.what())
             except StoreError as exc:
-                log.warning("%s: still could not record its id with its call: %s", join.what(), exc)
-                failed.append(join)
-        with self._lock:
-            self._left[:0] = failed
+                log.warning("%s: could not record its end with its call yet: %s", join.what(), exc)
+                self.keep(join)
 
     def close(self) -> None:
         """The client closes: a last try; a join still refused leaves its call listed as
@@ -141,8 +190,21 @@ class Joins:
             log.warning("%s: its id was never recorded; the store lists its call as started only", join.what())
 
 
+def _key(join: _Join) -> tuple[int, str]:
+    return (id(join.started.store), join.ref.task_id if join.ref is not None else "")
+
+
+def _late_end(join: _Join, late: dict[tuple[int, str], Status]) -> _Join:
+    return join.ended(late[_key(join)])
+
+
 def _joins(client: Client) -> Joins:
-    return client.channel.attachment(Joins, Joins)
+    return joins_of(client.channel)
+
+
+def joins_of(channel: Channel) -> Joins:
+    """The client's joins its store refused (see `Joins`)."""
+    return channel.attachment(Joins, Joins)
 
 
 def begin(

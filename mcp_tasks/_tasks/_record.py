@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from mcp_tasks._client import Client
     from mcp_tasks._tasks._ends import PendingEnds
 
+from mcp_tasks._tasks._intent import Joins, joins_of, keeps_intents
 from mcp_tasks._tasks._records import fenced, record_status, renewer_of, store_of, try_keep
 from mcp_tasks._tasks._starts import starts_of
 
@@ -84,6 +85,7 @@ class Recorder:
         renewer: Renewer | None = None,
         ends: PendingEnds | None = None,
         started: str | None = None,
+        joins: Joins | None = None,
     ) -> None:
         self.store = store
         self.task_id = task_id
@@ -91,6 +93,7 @@ class Recorder:
         self.renewer = renewer
         self.ends = ends  # the client's ends the store could not record yet (none: such an end is forgotten)
         self.started = started  # the client's starter holder, when it holds the lease from the task's record
+        self.joins = joins  # the client's task records not written yet: an end seen is folded into its own
         self.holder = started or new_holder()
         self.ttl = lease_ttl_of(store)
         self.lease: Lease | None = None
@@ -105,7 +108,8 @@ class Recorder:
         store = store_of(client, given)
         renewer = renewer_of(client.channel) if store else None
         ends = ends_of(client.channel, renewer) if renewer is not None else None
-        return cls(store, task_id, deadline, renewer, ends, starts_of(client.channel).hand_over(store, task_id))
+        joins = joins_of(client.channel) if store is not None and keeps_intents(store) else None
+        return cls(store, task_id, deadline, renewer, ends, starts_of(client.channel).hand_over(store, task_id), joins)
 
     @property
     def hurry(self) -> Hurry | None:
@@ -157,6 +161,8 @@ class Recorder:
         (`ends_later`) keeps a final status for `close_all`, which records the ends of a round in
         one store call.
         """
+        if status.terminal and self.joins is not None and self.store is not None:
+            self.joins.ended(self.store, self.task_id, status)  # its record, when not written yet, is written finished
         if self.ends_later and status.terminal and self.store is not None:
             self.final = status
             return

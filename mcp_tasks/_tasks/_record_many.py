@@ -88,8 +88,10 @@ def _finish_all(ended: list[Recorder]) -> None:
     assert first.store is not None
     fenced(first.store)  # said once when it cannot fence the ends
     ends = []
+    clocks: list[float | None] = []  # when each lease was renewed last: renewed again if the ends wait
     for recorder in ended:
-        recorder.stop_renewing()
+        clocks.append(recorder.lease.renewed if recorder.lease is not None and recorder.holding else None)
+        recorder.stop_renewing()  # not renewed while its row is freed
         final, recorder.final = recorder.final, None  # recorded once, however often the group closes
         assert final is not None
         ends.append((recorder.task_id, final, recorder.holder))  # held: fenced by the store that can
@@ -99,9 +101,11 @@ def _finish_all(ended: list[Recorder]) -> None:
     except StoreError as exc:  # kept by the client to record later, else a later `adopt` reads them again
         log.warning("could not record the end of %d tasks: %s", len(ends), exc)
         fence = fenced(first.store)
-        for recorder, (task_id, final, holder) in zip(ended, ends, strict=True):
-            if recorder.ends is not None:  # its lease (no longer renewed) is taken again when lost
-                recorder.ends.keep(PendingEnd(first.store, task_id, final, holder, recorder.ttl, fence))
+        for recorder, clock, (task_id, final, holder) in zip(ended, clocks, ends, strict=True):
+            if recorder.ends is not None:  # its lease renewed again until the end is recorded, else adopted
+                renewer = recorder.ends.renewer
+                lease = None if clock is None else renewer.hold(first.store, task_id, holder, recorder.ttl, clock)
+                recorder.ends.keep(PendingEnd(first.store, task_id, final, holder, recorder.ttl, fence, lease))
 
 
 def _release_all(batch: list[Recorder]) -> None:
