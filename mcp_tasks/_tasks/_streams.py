@@ -132,7 +132,8 @@ class Streams:
         """Seconds to gather the ids waiting for a stream on (the lock held): `Gather`'s say."""
         capped = self._cap.value is not None
         streams, room = len(self._streams), self._cap.streams()
-        return self._gather.wait(now, streams=streams, room=room, capped=capped, waited=self._urgent)
+        oldest = self._kept.oldest()
+        return self._gather.wait(now, streams=streams, room=room, capped=capped, waited=self._urgent, oldest=oldest)
 
     def _catch_up(self) -> None:
         """Read tasks a new stream took, the oldest first, while their waits read them too

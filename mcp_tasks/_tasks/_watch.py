@@ -222,6 +222,9 @@ class Watch(Streams):
                 inbox.news[task_id] = news
             inbox.changed.notify()
         if isinstance(news, Status) and news.terminal and self._keeper in inboxes:
+            since = self._kept.since(task_id)
+            if since is not None:
+                self._gather.ended(time.monotonic() - since)  # how long the tasks made here live
             self._unwant(self._keeper, task_id)  # it ended: off its stream, its end kept for a wait
 
     def _session_notification(self, method: str, params: dict[str, Any]) -> None:
