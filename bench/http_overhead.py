@@ -229,16 +229,16 @@ def main() -> None:
     finally:
         process.terminate()
         process.wait(10)
-    naive, floor = rows[0][2], rows[-1][2]
+    by_naive, by_floor = rows[0][2], rows[-1][2]
     print(
         f"client CPU per tasks/get over HTTP on loopback ({args.polls} polls x {args.rounds} rounds,"
-        " the clients taking turns each round; the median, and the median of the ratios round by round)"
+        f" taking turns every {SLICE} polls; the median, and the median of the per-round ratios)"
     )
     print("against the mcp_tasks reference server:")
     print(f"  {'client':45} {'µs/poll':>9} {'× naive':>8} {'× floor':>8}")
     for name, seconds, samples in rows:
-        ratio = per_round_ratio(samples, floor)
-        print(f"  {name:45} {seconds * 1e6:9.0f} {per_round_ratio(samples, naive):8.2f} {ratio:8.2f}")
+        ratio = per_round_ratio(samples, by_floor)
+        print(f"  {name:45} {seconds * 1e6:9.0f} {per_round_ratio(samples, by_naive):8.2f} {ratio:8.2f}")
         results.add(server="mcp_tasks", client=name, us=seconds * 1e6, floor=ratio)
     # issue 16's aims: mcp_tasks at or under 0.4x naive and 1.5x the stdlib floor
     python = peer_python()
