@@ -2,7 +2,7 @@
 sending the same bytes, requests' lower layers, and the stdlib floor; fastmcp-tasks' own client too
 when the interop peers are installed (.venv-peers). Not a test: it prints a table of ratios.
 
-    python bench/http_overhead.py [--polls 2000] [--rounds 5] [--json PATH]
+    python bench/http_overhead.py [--polls 1000] [--rounds 9] [--json PATH]
 
 CPU is this process's (time.process_time); the servers run in processes of their own, so their
 CPU is not counted. The fastmcp-tasks client does not send Mcp-Name on tasks/get, which our
@@ -59,6 +59,10 @@ def start_server() -> tuple[subprocess.Popen[str], str]:
     return spawn(argv, "http", "the bench server")
 
 
+SLICE = 50
+"""Calls in a row before the next client's turn (within a round)."""
+
+
 def cpu_per_call(call: Callable[[], object], polls: int, rounds: int) -> float:
     """Median over rounds of the calling thread's CPU seconds per call."""
     for _ in range(50):
@@ -72,21 +76,34 @@ def cpu_per_call(call: Callable[[], object], polls: int, rounds: int) -> float:
     return statistics.median(samples)
 
 
-def cpu_per_call_each(calls: list[Callable[[], object]], polls: int, rounds: int) -> list[float]:
-    """`cpu_per_call` for several calls taking turns round by round, so that a load that comes
-    and goes on a shared machine weighs on each of them alike (their ratios are what counts).
+def cpu_per_call_each(calls: list[Callable[[], object]], polls: int, rounds: int) -> list[list[float]]:
+    """Each call's CPU seconds per call, one sample a round; within a round the calls take turns
+    every `SLICE` calls, so that a load that comes and goes on a shared machine weighs on each of
+    them alike (compare them round by round: `per_round_ratio`).
     """
     for call in calls:
         for _ in range(50):
             call()
     samples: list[list[float]] = [[] for _ in calls]
+    slices = [SLICE] * (polls // SLICE) + ([polls % SLICE] if polls % SLICE else [])
     for _ in range(rounds):
-        for call, taken in zip(calls, samples, strict=True):
-            start = time.process_time()
-            for _ in range(polls):
-                call()
-            taken.append((time.process_time() - start) / polls)
-    return [statistics.median(taken) for taken in samples]
+        spent = [0.0] * len(calls)
+        for count in slices:
+            for i, call in enumerate(calls):
+                start = time.process_time()
+                for _ in range(count):
+                    call()
+                spent[i] += time.process_time() - start
+        for taken, seconds in zip(samples, spent, strict=True):
+            taken.append(seconds / polls)
+    return samples
+
+
+def per_round_ratio(samples: list[float], baseline: list[float]) -> float:
+    """The median over rounds of `samples` / `baseline` taken in the same round (a ratio steadier
+    than one of medians: a round slowed by load slows both).
+    """
+    return statistics.median(x / base for x, base in zip(samples, baseline, strict=True))
 
 
 def peer_python() -> Path | None:
@@ -145,8 +162,8 @@ def against_peer(python: Path, polls: int, rounds: int) -> list[tuple[str, float
 def main() -> None:
     """Run the benchmark and print the table."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--polls", type=int, default=2000)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--polls", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--json", metavar="PATH", help="also write the results there (bench/_results.py)")
     args = parser.parse_args()
     results = Results("http_overhead", args.json, {"polls": args.polls, "rounds": args.rounds})
@@ -203,7 +220,8 @@ def main() -> None:
                 ("stdlib http.client (floor)", stdlib),
             ]
             taken = cpu_per_call_each([call for _, call in clients], args.polls, args.rounds)
-            rows = [(name, seconds) for (name, _), seconds in zip(clients, taken, strict=True)]
+            named = zip(clients, taken, strict=True)
+            rows = [(name, statistics.median(samples), samples) for (name, _), samples in named]
             mt.cancel_task(client, task_id)
             connection.close()
             session.close()
@@ -211,17 +229,17 @@ def main() -> None:
     finally:
         process.terminate()
         process.wait(10)
-    naive_cpu = rows[0][1]
-    floor_cpu = rows[-1][1]
+    by_naive, by_floor = rows[0][2], rows[-1][2]
     print(
         f"client CPU per tasks/get over HTTP on loopback ({args.polls} polls x {args.rounds} rounds,"
-        " the clients taking turns each round; median)"
+        f" taking turns every {SLICE} polls; the median, and the median of the per-round ratios)"
     )
     print("against the mcp_tasks reference server:")
     print(f"  {'client':45} {'µs/poll':>9} {'× naive':>8} {'× floor':>8}")
-    for name, seconds in rows:
-        print(f"  {name:45} {seconds * 1e6:9.0f} {seconds / naive_cpu:8.2f} {seconds / floor_cpu:8.2f}")
-        results.add(server="mcp_tasks", client=name, us=seconds * 1e6, floor=seconds / floor_cpu)
+    for name, seconds, samples in rows:
+        ratio = per_round_ratio(samples, by_floor)
+        print(f"  {name:45} {seconds * 1e6:9.0f} {per_round_ratio(samples, by_naive):8.2f} {ratio:8.2f}")
+        results.add(server="mcp_tasks", client=name, us=seconds * 1e6, floor=ratio)
     # issue 16's aims: mcp_tasks at or under 0.4x naive and 1.5x the stdlib floor
     python = peer_python()
     if python is None:

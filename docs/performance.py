@@ -97,8 +97,9 @@ def _http(data: dict[str, Any]) -> list[str]:
     ours = [r for r in data["rows"] if r["server"] == "mcp_tasks"]
     lines = [
         "Against the mcp_tasks reference server (its own process): each client polls one task, the",
-        "clients taking turns each round; the floor is the stdlib's `http.client` sending the same",
-        "bytes on one kept-alive connection.",
+        "clients taking turns every 50 polls; the floor is the stdlib's `http.client` sending the same",
+        "bytes on one kept-alive connection. CPU is the median over rounds; × floor is the median of",
+        "the ratios taken round by round (a round slowed by load slows every client alike).",
         "",
         *table(["client", "CPU µs per poll", "× stdlib floor"], ([r["client"], r["us"], r["floor"]] for r in ours)),
     ]
@@ -118,7 +119,8 @@ def _http(data: dict[str, Any]) -> list[str]:
 def _stdio(data: dict[str, Any]) -> list[str]:
     return [
         "Against the reference server over stdio (a process of its own per client); the floor is a",
-        "bare pipe loop writing the same request line and reading the answer line.",
+        "bare pipe loop writing the same request line and reading the answer line. The two take",
+        "turns every 50 polls; × floor is the median of the ratios taken round by round.",
         "",
         *table(
             ["client", "CPU µs per poll", "× stdlib floor"], ([r["client"], r["us"], r["floor"]] for r in data["rows"])

@@ -66,6 +66,16 @@ class Kept:
             del self._since[task_id]
         return gone
 
+    def since(self, task_id: str) -> float | None:
+        """When `task_id` was kept (None: it is not)."""
+        return self._since.get(task_id)
+
+    def oldest(self) -> float | None:
+        """When the oldest id kept now was kept (None: none is)."""
+        for since in self._since.values():
+            return since
+        return None
+
     def next(self) -> float | None:
         """When the next id is due (None: none kept)."""
         for since in self._since.values():

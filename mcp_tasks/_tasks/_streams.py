@@ -65,7 +65,8 @@ class Streams:
         self._protocol: TaskProtocol | None = None
         self._catch = CatchUp()
         self._scopes: dict[str, Callable[[], AbstractContextManager[None]]] = {}
-        self._context: contextvars.Context | None = None
+        self._context: contextvars.Context | None = None  # the next placement's (a wait's, or a creator's)
+        self._context_kept = False  # `_context` is a creating call's: a wait's replaces it
         self._gather = Gather()
         self._urgent = False  # a wait wants some id to place (else only the keeper does)
         self._kept = Kept()  # ids of tasks made here that no wait wants yet (see _kept.py)
@@ -114,7 +115,7 @@ class Streams:
                 batch = set(self._unplaced)
                 self._unplaced.clear()
                 self._urgent = False
-                context, self._context = self._context, None
+                context, self._context, self._context_kept = self._context, None, False
                 streams = len(self._streams)
                 merged = set(self._streamed)  # wanted ids on the open streams
             if batch and not self._stop.is_set():
@@ -131,7 +132,8 @@ class Streams:
         """Seconds to gather the ids waiting for a stream on (the lock held): `Gather`'s say."""
         capped = self._cap.value is not None
         streams, room = len(self._streams), self._cap.streams()
-        return self._gather.wait(now, streams=streams, room=room, capped=capped, waited=self._urgent)
+        oldest = self._kept.oldest()
+        return self._gather.wait(now, streams=streams, room=room, capped=capped, waited=self._urgent, oldest=oldest)
 
     def _catch_up(self) -> None:
         """Read tasks a new stream took, the oldest first, while their waits read them too

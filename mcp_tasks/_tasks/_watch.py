@@ -105,8 +105,9 @@ class Watch(Streams):
                 if self._listen and task_id not in self._streamed and task_id not in self._polled:
                     self._unplaced.add(task_id)  # the cue comes when a stream takes it, or not
                     self._urgent = True
-                    if self._context is None:  # the stream opens in the first waiter's context
-                        self._context = contextvars.copy_context()  # (its trace span, say)
+                    if self._context is None or self._context_kept:  # the stream opens in the first
+                        self._context = contextvars.copy_context()  # waiter's context (its trace span)
+                        self._context_kept = False
                 else:
                     inbox.news[task_id] = READ  # already placed (or no listen): read it now
             if stream and self._unplaced and self._manager is None and not self._stop.is_set():
@@ -116,6 +117,8 @@ class Watch(Streams):
     def keep(self, ids: Iterable[str]) -> None:
         """Follow the tasks this client just made (2026-07-28) until a wait wants them, or for a
         while (_kept.py): on the streams, as a wait's would be, their news kept for that wait.
+        Their stream opens in the context the first of them was made in (its trace span), unless a
+        wait wants an id first (then in the wait's, as its own listens are: design §7.4).
         """
         with self.changed:
             if not self._listen or self._stop.is_set():
@@ -127,6 +130,8 @@ class Watch(Streams):
                 self._let_go(self._kept.add(task_id, now))
                 self._wanted[task_id] = [self._keeper]
                 self._unplaced.add(task_id)
+                if self._context is None:  # no wait's yet: the creating call's (its caller's span)
+                    self._context, self._context_kept = contextvars.copy_context(), True
             if self._unplaced and self._manager is None:
                 self._manager = start_thread("watch", self._manage)
             self.changed.notify_all()
@@ -217,6 +222,9 @@ class Watch(Streams):
                 inbox.news[task_id] = news
             inbox.changed.notify()
         if isinstance(news, Status) and news.terminal and self._keeper in inboxes:
+            since = self._kept.since(task_id)
+            if since is not None:
+                self._gather.ended(time.monotonic() - since)  # how long the tasks made here live
             self._unwant(self._keeper, task_id)  # it ended: off its stream, its end kept for a wait
 
     def _session_notification(self, method: str, params: dict[str, Any]) -> None:

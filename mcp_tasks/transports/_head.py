@@ -19,7 +19,7 @@ import http.client
 import io
 import re
 import socket
-from typing import Final
+from typing import Any, Final
 
 __all__ = ["LeanResponse"]
 
@@ -131,20 +131,71 @@ def _header_lines(fp: io.BufferedIOBase) -> list[bytes]:
             return lines
 
 
+class _Fields(http.client.HTTPMessage):
+    """The `http.client.HTTPMessage` of a plain header block, whose ``get`` and ``in`` look a
+    name up in an index made with it (an answer is asked five names: the email package scans and
+    lowercases every field for each). Once the fields change (any of the email package's ways
+    replaces, extends or, by `replace_header`, edits the list in place), it answers as the email
+    package does.
+    """
+
+    _headers: list[tuple[str, Any]]  # the email package's own list of the fields, in order
+    _indexed: list[tuple[str, Any]] | None = None  # the list `_first` indexes, as `_count` long
+    _count = 0
+    _first: dict[str, Any]
+
+    @classmethod
+    def of(cls, fields: list[tuple[str, str]]) -> _Fields:
+        """The message of these (name, value) fields, as the email parser stores them (its
+        compat32 policy keeps both as they are), its payload empty, indexed.
+        """
+        message = cls()
+        message._headers.extend(fields)
+        message.set_payload("")
+        message.index()
+        return message
+
+    def index(self) -> None:
+        """Index the fields as they are now (the first of each name, as ``get`` finds it)."""
+        fields = self._headers
+        self._indexed, self._count = fields, len(fields)
+        self._first = {name.lower(): value for name, value in reversed(fields)}
+
+    def _index_of(self) -> dict[str, Any] | None:
+        fields = self._headers
+        if self._indexed is fields and len(fields) == self._count:
+            return self._first
+        return None
+
+    def get(self, name: str, failobj: Any = None) -> Any:
+        """See `email.message.Message.get`."""
+        index = self._index_of()
+        if index is None:
+            return super().get(name, failobj)
+        return index.get(name.lower(), failobj)
+
+    def __contains__(self, name: str) -> bool:
+        index = self._index_of()
+        if index is None or not isinstance(name, str):
+            return super().__contains__(name)
+        return name.lower() in index
+
+    def replace_header(self, _name: str, _value: Any) -> None:
+        """See `email.message.Message.replace_header` (the index is dropped: it edits in place)."""
+        self._indexed = None
+        super().replace_header(_name, _value)
+
+
 def _message(lines: list[bytes]) -> http.client.HTTPMessage:
     """The headers as the email parser makes them, without it when every line is plain."""
     text = b"".join(lines).decode("iso-8859-1")
-    message = http.client.HTTPMessage()
-    fields = []
+    fields: list[tuple[str, str]] = []
     position = 0
     match = _FIELD.match
     for _ in range(len(lines) - 1):  # the last is the blank line (or the stream's end)
         found = match(text, position)
         if found is None:
             return email.parser.Parser(_class=http.client.HTTPMessage).parsestr(text)
-        fields.append(found.groups())
+        fields.append((found[1], found[2]))
         position = found.end()
-    for name, value in fields:
-        message.set_raw(name, value)
-    message.set_payload("")
-    return message
+    return _Fields.of(fields)

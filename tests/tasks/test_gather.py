@@ -6,7 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_tasks._tasks._gather import GATHER, KEEP_GATHER, MAX_MERGE_GATHER, MERGE_GATHER, MERGE_GROWTH, Gather
+from mcp_tasks._tasks._gather import (
+    GATHER,
+    KEEP_GATHER,
+    MAX_MERGE_GATHER,
+    MAX_PATIENCE,
+    MERGE_GATHER,
+    MERGE_GROWTH,
+    Gather,
+)
 from mcp_tasks._tasks._kept import Kept
 
 
@@ -76,6 +84,52 @@ def test_merges_of_a_burst_gather_longer_each_time_up_to_a_ceiling() -> None:
         assert gathers[-1] == pytest.approx(MAX_MERGE_GATHER)
 
 
+def kept_burst(gather: Gather, merges: int, *, oldest: float = 0.0) -> list[float]:
+    """A burst of tasks made from `oldest` on that nobody waits on yet: each merge's gather."""
+    now, gathers = oldest + KEEP_GATHER, []
+    for _ in range(merges):
+        gather.notice(now)
+        gathered = gather.wait(now, streams=1, room=1, capped=False, waited=False, oldest=oldest)
+        gathers.append(gathered)
+        now += gathered
+        gather.placed(now)
+    return gathers
+
+
+def test_a_burst_of_tasks_that_live_long_is_merged_ever_less_often() -> None:
+    """Issue 36 item 7: once the merge gather is at its ceiling, a burst of tasks none of which
+    has ended waits as long as the burst is old (each merge about doubles the time since it
+    began), up to `MAX_PATIENCE`. Before: a merge every `MAX_MERGE_GATHER`, so 10,000 tasks made
+    over 37 s opened 37 streams."""
+    gathers = kept_burst(Gather(), 10)
+    assert gathers[:3] == pytest.approx([MERGE_GATHER, MERGE_GATHER * MERGE_GROWTH, MAX_MERGE_GATHER])
+    made = KEEP_GATHER + sum(gathers[:3])  # the burst's age at the first merge past the ceiling
+    assert gathers[3] == pytest.approx(made)
+    assert gathers[4] == pytest.approx(2 * made)
+    assert max(gathers) == pytest.approx(MAX_PATIENCE)
+
+
+def test_the_shortest_life_heard_bounds_the_patience() -> None:
+    """Tasks heard to end after 3 s: a merge waits at most 1.5 s, so the next ones are on a
+    stream before they end; a gather never drops below the ceiling it grew to."""
+    gather = Gather()
+    gather.ended(5.0)
+    gather.ended(3.0)
+    gathers = kept_burst(gather, 10)
+    assert max(gathers) == pytest.approx(1.5)
+    gather.ended(0.5)
+    assert gather.patience(100.0, 0.0) == pytest.approx(0.25)
+    assert kept_burst(gather, 6, oldest=200.0)[-1] == pytest.approx(MAX_MERGE_GATHER)
+
+
+def test_a_wait_that_wants_an_id_ends_the_patience() -> None:
+    gather = Gather()
+    now = KEEP_GATHER + sum(kept_burst(gather, 6))
+    gather.notice(now)
+    assert gather.wait(now, streams=1, room=1, capped=False, waited=False, oldest=0.0) > MAX_MERGE_GATHER
+    assert gather.wait(now, streams=1, room=1, capped=False, waited=True, oldest=0.0) <= MAX_MERGE_GATHER
+
+
 def test_a_quiet_stream_merges_quickly_again() -> None:
     """Once nothing new came for a whole gather after a placement, a new id (a fresh wait) is
     merged after `MERGE_GATHER` again, not after the burst's long gather."""
@@ -103,6 +157,16 @@ def test_kept_ids_are_let_go_after_their_time_in_order() -> None:
     assert kept.due(10.0) == ["a"]
     assert kept.next() == 14.0
     assert kept.due(100.0) == ["b"] and kept.next() is None
+
+
+def test_kept_ids_say_when_they_were_kept() -> None:
+    kept = Kept(hold=10.0, most=100)
+    assert kept.oldest() is None and kept.since("a") is None
+    kept.add("a", 3.0)
+    kept.add("b", 4.0)
+    assert kept.oldest() == 3.0 and kept.since("b") == 4.0
+    kept.take("a")
+    assert kept.oldest() == 4.0
 
 
 def test_a_wait_takes_a_kept_id_once() -> None:

@@ -432,3 +432,36 @@ def test_a_listening_wait_sends_its_context_on_the_listen_request() -> None:
     ENDED.wait_for("subscriptions/listen")
     wait = one("task slow_compute")
     assert parent_id(one("subscriptions/listen", SpanKind.SERVER)) == span_id(wait)
+
+
+def test_the_listen_that_follows_a_task_from_its_creation_carries_the_creating_calls_context() -> None:
+    """Issue 36: the keeper's listen (no wait yet) went out with no trace context at all; it now
+    carries the context the task was made in (a wait's own listen carries the wait's, above).
+    """
+    listened: list[dict[str, Any]] = []
+    heard = threading.Event()
+
+    def record(method: str, params: dict[str, Any]) -> None:
+        if method == "subscriptions/listen":
+            listened.append(params)
+            heard.set()
+
+    harness = Harness("direct")
+    try:
+        client = harness.client(trace=True)
+        assert harness.server is not None
+        harness.server.on_request = record
+        tracer = PROVIDER.get_tracer("test")
+        with tracer.start_as_current_span("batch") as batch:
+            status = mt.call_tool(client, "slow_compute", {"block": True})
+        assert isinstance(status, mt.Status)
+        assert heard.wait(30), "the task made was not followed on a listen stream"
+        release(client)
+        mt.wait_task(client, status, listen=True)
+    finally:
+        harness.close()
+    sent = listened[0]["_meta"].get("traceparent")
+    assert sent is not None, "the keeper's listen carried no trace context"
+    _, trace_hex, parent_hex, _ = sent.split("-")
+    assert int(trace_hex, 16) == batch.get_span_context().trace_id
+    assert int(parent_hex, 16) == batch.get_span_context().span_id

@@ -78,6 +78,28 @@ class Canned(SocketServer):
                 return
 
 
+NAMES = ("set-cookie", "X-TWICE", "x-twice", "content-type", "Content-Length", "x-none", "X-Pad", "x-empty")
+
+
+def lookups(headers: http.client.HTTPMessage) -> list[Any]:
+    """What ``get`` and ``in`` answer, before and after each way of editing the fields (an
+    index kept beside them must follow every one)."""
+    seen: list[Any] = [[(headers.get(name, "-"), name in headers) for name in NAMES]]
+    edits = [
+        lambda: headers.replace_header("content-length", "7") if "content-length" in headers else None,
+        lambda: headers.__setitem__("X-Added", "1"),
+        lambda: headers.add_header("x-twice", "three"),
+        lambda: headers.replace_header("X-Added", "2") if "X-Added" in headers else None,
+        lambda: headers.set_raw("Content-Type", "text/plain"),
+        lambda: headers.__delitem__("x-twice"),
+        lambda: headers.set_param("charset", "utf-8"),
+    ]
+    for edit in edits:
+        edit()
+        seen.append([(headers.get(name, "-"), name in headers) for name in (*NAMES, "x-added")])
+    return seen
+
+
 def read_with(kind: type[http.client.HTTPResponse], port: int) -> dict[str, Any]:
     sock = socket.create_connection(("127.0.0.1", port), timeout=10)
     try:
@@ -95,6 +117,7 @@ def read_with(kind: type[http.client.HTTPResponse], port: int) -> dict[str, Any]
             "items": headers.items(),
             "get_all": {name: headers.get_all(name) for name in ("set-cookie", "X-TWICE", "x-folded", "x-none")},
             "content-length": headers.get("CONTENT-LENGTH"),
+            "lookups": lookups(headers),
             "chunked": response.chunked,
             "length": response.length,
             "will_close": response.will_close,
