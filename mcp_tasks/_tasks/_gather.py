@@ -27,7 +27,16 @@ a pure decision (times in, seconds to wait out; the waiting and the listens are 
 
 from __future__ import annotations
 
-__all__ = ["GATHER", "KEEP_GATHER", "MAX_MERGE_GATHER", "MAX_PATIENCE", "MERGE_GATHER", "MERGE_GROWTH", "Gather"]
+__all__ = [
+    "BURST_QUIET",
+    "GATHER",
+    "KEEP_GATHER",
+    "MAX_MERGE_GATHER",
+    "MAX_PATIENCE",
+    "MERGE_GATHER",
+    "MERGE_GROWTH",
+    "Gather",
+]
 
 GATHER = 0.02
 """Seconds new ids are gathered before another stream is opened under a cap (a stream of the cap each)..."""
@@ -37,6 +46,8 @@ MERGE_GROWTH = 2.0
 """...a gather that grows by this factor with each merge of a burst..."""
 MAX_MERGE_GATHER = 1.0
 """...up to this many seconds (a task made in a burst is on a stream by then)."""
+BURST_QUIET = 1.0
+"""A burst is over once nothing new arrives for this many of its merge gathers."""
 KEEP_GATHER = 0.25
 """Seconds ids that only the keeper wants (tasks made, no wait yet) are gathered before a stream."""
 MAX_PATIENCE = 8.0
@@ -74,7 +85,7 @@ class Gather:
         """Ids are waiting for a stream (seen at `now`, unless seen before)."""
         if self.noticed is not None:
             return
-        if self._last is not None and now - self._last > self.merge:
+        if self._last is not None and now - self._last > self.merge * BURST_QUIET:
             self.merge = MERGE_GATHER  # nothing new for a whole gather: the burst is over
         self.noticed = now
 
