@@ -131,6 +131,7 @@ def test_with_workers_killed_mid_follow_each_input_key_is_answered_once(fleet: F
         served.until(lambda: sum(served.updates.values()) >= 6)
         answering.pop(0).kill()
         fleet.workers.pop(0).kill()
+        fleet.workers.append(Worker("d-" + uuid.uuid4().hex[:6], fleet.env))  # whole again for later tests
         for n, result in results.items():
             name = "the worker" if n in by_handlers else "a person"
             assert result.get(timeout=90)["structuredContent"] == {"n": n, "names": [name] * 3}
