@@ -271,6 +271,33 @@ def _fleet_faults(data: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _celery(data: dict[str, Any]) -> list[str]:
+    rows = data.get("rows", [])
+    lines = [
+        "MCP tool calls as Celery tasks (`mcp_tasks.celery`) on 2 prefork workers of concurrency 2,",
+        "Redis as broker and backend, the reference server over HTTP (`pollInterval` 1 s), against",
+        "the naive task that waits in its worker (`call_and_await`). `late`: seconds from the last",
+        "MCP task ending on the server to the last result ready in the backend; broker messages and",
+        "`tasks/get` per call; tools called twice and results missing. `killed`: one worker",
+        "SIGKILLed once half the calls have started (a third starts).",
+        "",
+        *table(
+            ["run", "calls", "wall s", "late s", "msgs/call", "tasks/get per call", "twice", "missing"],
+            (
+                [r["row"], *(r.get(k) for k in ("tasks", "wall", "late", "messages", "gets", "twice", "missing"))]
+                for r in rows
+            ),
+        ),
+    ]
+    if "naive_ratio" in data:
+        lines += [
+            "",
+            f"For the same {number(data.get('sizes', {}).get('naive'))} calls the naive task took "
+            f"{number(float(data['naive_ratio']))} × the wall time of `mcp_tasks.celery`.",
+        ]
+    return lines
+
+
 def _imports(data: dict[str, Any]) -> list[str]:
     return [
         "What starting costs: the median wall time of a fresh interpreter for each case, against",
@@ -296,7 +323,7 @@ SECTIONS = (
     Section("listen_latency.json", "How soon a listening wait learns", _listen),
     Section("fleet.json", "A fleet of workers", _fleet),
     Section("fleet_faults.json", "A fleet under faults", _fleet_faults),
-    Section("celery_fleet.json", "A Celery fleet"),
+    Section("celery_fleet.json", "A Celery fleet", _celery),
     Section("import_time.json", "Import time", _imports),
 )
 """The page's sections in order; a file not there yet is skipped."""
