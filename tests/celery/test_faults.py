@@ -2,7 +2,8 @@
 processes, the reference server over HTTP): a result backend that fails as a check reads the
 answers left for it, or as the first run describes its chain, loses neither the call nor the
 answer; and with workers SIGKILLed mid-follow, every result arrives, each tool is called once
-and each input key is answered once, whether the workers' handlers answer or another process.
+and each input key is answered once, whether the workers' handlers answer or another process;
+and a sweeper copies no check while its queue holds messages.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from typing import Any
 import pytest
 import redis
 
-from mcp_tasks._store import open_store
-from mcp_tasks.celery._chain import record_key
+from mcp_tasks._store import TaskRef, open_store
+from mcp_tasks.celery._chain import record_key, write_record
+from mcp_tasks.celery._clients import Clients
+from mcp_tasks.celery._sweep import Sweeper
 from tests.celery.conftest import Fleet, Worker, app_of, state_becomes
 from tests.conftest import ROOT
 
@@ -146,3 +149,28 @@ def test_with_workers_killed_mid_follow_each_input_key_is_answered_once(fleet: F
     assert {n: served.calls[("form", n)] for n in results} == {n: 1 for n in results}
     keys = [f"{part}-{n}" for n in results for part in "abc"]
     assert {key: served.updates[key] for key in keys} == {key: 1 for key in keys}
+
+
+def test_the_sweeper_copies_no_check_while_its_queue_holds_messages(fleet: Fleet, tmp_path: Path) -> None:
+    # In a busy fleet a quiet chain's check is most likely in its queue, late: a copy would only
+    # lengthen the queue (bench/celery_fleet.py saw 1.7 copies a call). Once drained, it is sent.
+    worker_app = app_of(fleet)
+    app = worker_app.app
+    queue = "idle-" + uuid.uuid4().hex[:6]  # a queue no worker takes from
+    store = open_store(tmp_path / "sweep.sqlite3")  # this test's call is its only unfinished task
+    task_id, celery_id = "sweep-" + uuid.uuid4().hex, str(uuid.uuid4())
+    store.record(TaskRef(endpoint=fleet.served.url, task_id=task_id, tool="work"))
+    args = [fleet.served.url, "work", {"n": 80, "seconds": 1}]
+    write_record(app.backend, task_id, {"id": celery_id, "args": args, "kwargs": {}, "queue": queue})
+    sweeper = Sweeper(app, worker_app.mcp.call, Clients(store, None, lambda e: None, lambda e: None), quiet=5.0)
+    try:
+        app.send_task("tests.nothing", queue=queue)  # a message waiting in the chain's queue
+        assert sweeper.sweep() == 0
+        with app.connection_for_write() as connection:
+            connection.default_channel.queue_purge(queue)
+        assert sweeper.sweep() == 1  # drained: the quiet chain gets its check
+        assert sweeper.sweep() == 0  # which now holds its lease
+    finally:
+        with app.connection_for_write() as connection:
+            connection.default_channel.queue_purge(queue)
+        store.close()
