@@ -272,29 +272,20 @@ def _fleet_faults(data: dict[str, Any]) -> list[str]:
 
 
 def _celery(data: dict[str, Any]) -> list[str]:
-    rows = data.get("rows", [])
+    heads = ["run", "calls", "wall s", "late s", "msgs/call", "tasks/get per call", "twice", "missing"]
+    keys = ("tasks", "wall", "late", "messages", "gets", "twice", "missing")
     lines = [
-        "MCP tool calls as Celery tasks (`mcp_tasks.celery`) on 2 prefork workers of concurrency 2,",
-        "Redis as broker and backend, the reference server over HTTP (`pollInterval` 1 s), against",
-        "the naive task that waits in its worker (`call_and_await`). `late`: seconds from the last",
-        "MCP task ending on the server to the last result ready in the backend; broker messages and",
-        "`tasks/get` per call; tools called twice and results missing. `killed`: one worker",
+        "MCP tool calls as Celery tasks (`mcp_tasks.celery`, 2 prefork workers of concurrency 2, Redis)",
+        "against the naive task that waits in its worker (`call_and_await`), on the reference server",
+        "(`pollInterval` 1 s). `late`: from the last MCP task ending to the last result ready; broker",
+        "messages and `tasks/get` per call; tools called twice; results missing. `killed`: a worker",
         "SIGKILLed once half the calls have started (a third starts).",
         "",
-        *table(
-            ["run", "calls", "wall s", "late s", "msgs/call", "tasks/get per call", "twice", "missing"],
-            (
-                [r["row"], *(r.get(k) for k in ("tasks", "wall", "late", "messages", "gets", "twice", "missing"))]
-                for r in rows
-            ),
-        ),
+        *table(heads, ([r["row"], *(r.get(k) for k in keys)] for r in data.get("rows", []))),
     ]
     if "naive_ratio" in data:
-        lines += [
-            "",
-            f"For the same {number(data.get('sizes', {}).get('naive'))} calls the naive task took "
-            f"{number(float(data['naive_ratio']))} × the wall time of `mcp_tasks.celery`.",
-        ]
+        naive, ratio = number(data.get("sizes", {}).get("naive")), number(float(data["naive_ratio"]))
+        lines += ["", f"For the same {naive} calls the naive task took {ratio} × the wall time."]
     return lines
 
 

@@ -96,4 +96,4 @@ def test_a_celery_fleet_shows_each_run_and_the_ratio_against_the_naive_task(tmp_
     page = generator.render(tmp_path)
     assert "| run | calls | wall s | late s | msgs/call | tasks/get per call | twice | missing |" in page
     assert "| mcp_tasks.celery | 20 | 12.5 | 0.40 | 2.00 | 1.00 | 0 | 0 |" in page
-    assert "For the same 20 calls the naive task took 6.40 × the wall time" in page
+    assert "For the same 20 calls the naive task took 6.40 × the wall time." in page
