@@ -1,12 +1,16 @@
 """The pure decision of a run of the Celery task (`mcp_tasks.celery._step.decide`): what it does
-with the status it read, the call's deadline and the pause between checks.
+with the status it read, the call's deadline and the pause between checks; and how late a
+check ran, from its ETA (`_chain.late_by`).
 """
 
 from __future__ import annotations
 
+import datetime
+
 import pytest
 
 import mcp_tasks as mt
+from mcp_tasks.celery._chain import late_by
 from mcp_tasks.celery._step import AGE_SHARE, LONGEST, MIN_CHECK, Check, Finish, Revoked, TimedOut, decide, pause
 
 S = mt.TaskState
@@ -56,3 +60,12 @@ def test_the_last_check_lands_on_the_deadline() -> None:
 
 def test_input_still_waiting_after_the_check_shows_input_required() -> None:
     assert decide(status(S.INPUT_REQUIRED), now=0.0, deadline=None, check_every=1.0) == Check(1.0, "INPUT_REQUIRED")
+
+
+def test_how_late_a_check_ran_is_read_from_its_eta_in_any_form_celery_gives() -> None:
+    due = datetime.datetime(2026, 1, 1, 12, 0, 0, tzinfo=datetime.timezone.utc)
+    now = due.timestamp() + 2.5
+    assert late_by(due.isoformat(), now) == pytest.approx(2.5)
+    assert late_by(due.replace(tzinfo=None), now) == pytest.approx(2.5)  # naive: UTC
+    assert late_by(due, due.timestamp() - 1) == 0.0  # early: not late
+    assert late_by(None, now) == 0.0 and late_by("not a time", now) == 0.0  # no countdown
