@@ -117,19 +117,21 @@ def test_with_workers_killed_mid_follow_each_input_key_is_answered_once(fleet: F
     served = fleet.served
     queue = "answering-" + uuid.uuid4().hex[:6]
     env = {**fleet.env, "MCP_CELERY_HANDLERS": "1"}
-    answering = [Worker(f"{queue}-{i}", env, queue=queue) for i in range(2)]
+    answering: list[Worker] = []
+    answerer: subprocess.Popen[str] | None = None
     by_handlers, by_person = range(60, 66), range(70, 76)
     results: dict[int, Any] = {}
-    for n in by_handlers:
-        results[n] = mcp.call.apply_async((served.url, "form", {"n": n}), queue=queue)
-    results |= {n: mcp.call.delay(served.url, "form", {"n": n}) for n in by_person}
-    answerer = subprocess.Popen(
-        [sys.executable, "-c", ANSWERER, *(results[n].id for n in by_person)],
-        env={**fleet.env, "PYTHONPATH": str(ROOT)},
-        stderr=subprocess.PIPE,
-        text=True,
-    )
     try:
+        answering += [Worker(f"{queue}-{i}", env, queue=queue) for i in range(2)]
+        for n in by_handlers:
+            results[n] = mcp.call.apply_async((served.url, "form", {"n": n}), queue=queue)
+        results |= {n: mcp.call.delay(served.url, "form", {"n": n}) for n in by_person}
+        answerer = subprocess.Popen(
+            [sys.executable, "-c", ANSWERER, *(results[n].id for n in by_person)],
+            env={**fleet.env, "PYTHONPATH": str(ROOT)},
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         # Killed as answers flow: some keys answered, most not yet.
         served.until(lambda: sum(served.updates.values()) >= 6)
         answering.pop(0).kill()
@@ -141,7 +143,7 @@ def test_with_workers_killed_mid_follow_each_input_key_is_answered_once(fleet: F
         _, errors = answerer.communicate(timeout=60)
         assert answerer.returncode == 0, errors
     finally:
-        if answerer.poll() is None:
+        if answerer is not None and answerer.poll() is None:
             answerer.kill()
             answerer.communicate()
         for worker in answering:
