@@ -16,7 +16,7 @@ REDIS = os.environ.get("MCP_CELERY_REDIS", "redis://127.0.0.1:1")
 
 app = Celery("bench", broker=f"{REDIS}/0", backend=f"{REDIS}/1")
 app.conf.update(
-    broker_transport_options={"visibility_timeout": 10, "unacked_restore_interval": 1, "unacked_restore_throttle": 1},
+    broker_transport_options={"visibility_timeout": 60, "unacked_restore_interval": 5, "unacked_restore_throttle": 1},
     worker_hijack_root_logger=False,
     broker_connection_retry_on_startup=True,
     worker_prefetch_multiplier=1,

@@ -273,6 +273,24 @@ def _fleet_faults(data: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _celery(data: dict[str, Any]) -> list[str]:
+    heads = ["run", "calls", "wall s", "late s", "msgs/call", "tasks/get per call", "twice", "missing"]
+    keys = ("tasks", "wall", "late", "messages", "gets", "twice", "missing")
+    lines = [
+        "MCP tool calls as Celery tasks (`mcp_tasks.celery`, 2 prefork workers of concurrency 2, Redis)",
+        "against the naive task that waits in its worker (`call_and_await`), on the reference server",
+        "(`pollInterval` 1 s). `late`: from the last MCP task ending to the last result ready; broker",
+        "messages and `tasks/get` per call; tools called twice; results missing. `killed`: a worker",
+        "SIGKILLed once half the calls have started (a third starts).",
+        "",
+        *table(heads, ([r["row"], *(r.get(k) for k in keys)] for r in data.get("rows", []))),
+    ]
+    if "naive_ratio" in data:
+        naive, ratio = number(data.get("sizes", {}).get("naive")), number(float(data["naive_ratio"]))
+        lines += ["", f"For the same {naive} calls the naive task took {ratio} × the wall time."]
+    return lines
+
+
 def _imports(data: dict[str, Any]) -> list[str]:
     return [
         "What starting costs: the median wall time of a fresh interpreter for each case, against",
@@ -298,7 +316,7 @@ SECTIONS = (
     Section("listen_latency.json", "How soon a listening wait learns", _listen),
     Section("fleet.json", "A fleet of workers", _fleet),
     Section("fleet_faults.json", "A fleet under faults", _fleet_faults),
-    Section("celery_fleet.json", "A Celery fleet"),
+    Section("celery_fleet.json", "A Celery fleet", _celery),
     Section("import_time.json", "Import time", _imports),
 )
 """The page's sections in order; a file not there yet is skipped."""

@@ -32,8 +32,15 @@ def test_the_page_is_what_the_committed_results_say() -> None:
         assert (f"## {section.title}\n" in page) == (section.file in committed)
 
 
+def _without_renderers(generator: ModuleType) -> None:
+    """Every section shown as the plain table of a file without code of its own."""
+    sections = tuple(generator.Section(s.file, s.title) for s in generator.SECTIONS)
+    setattr(generator, "SECTIONS", sections)  # noqa: B010 (a module loaded from a file: no attributes typed)
+
+
 def test_a_results_file_is_shown_when_committed_without_code_of_its_own(tmp_path: Path) -> None:
     generator = _generator()
+    _without_renderers(generator)
     data = {
         "bench": "celery_fleet",
         "date": "2026-12-06",
@@ -52,6 +59,7 @@ def test_a_results_file_is_shown_when_committed_without_code_of_its_own(tmp_path
 
 def test_a_results_file_without_rows_shows_its_measures(tmp_path: Path) -> None:
     generator = _generator()
+    _without_renderers(generator)
     data = {"size": {"workers": 4}, "tasks": 1445, "kinds": {"ok": 3}, "detail": [{"a": 1}] * 9, "p50": 0.0017}
     (tmp_path / "celery_fleet.json").write_text(json.dumps(data))
     page = generator.render(tmp_path)
@@ -77,3 +85,15 @@ def test_a_fleet_under_faults_shows_each_measure_against_its_goal(tmp_path: Path
     assert "| delivered twice, outside the windows | 0 | 0 | yes |" in page
     assert "| ↳ twice, window: worker died | 2 | counted apart | – |" in page
     assert "Faults (seconds from the start): stop at 39.0 s." in page
+
+
+def test_a_celery_fleet_shows_each_run_and_the_ratio_against_the_naive_task(tmp_path: Path) -> None:
+    generator = _generator()
+    row = {"tasks": 20, "wall": 12.5, "started": 1.0, "late": 0.4, "read": 0.5, "messages": 2.0, "gets": 1.0}
+    rows = [{"row": "naive", **row, "wall": 80.0}, {"row": "mcp_tasks.celery", **row, "twice": 0, "missing": 0}]
+    data = {"bench": "celery_fleet", "sizes": {"naive": 20}, "rows": rows, "naive_ratio": 6.4}
+    (tmp_path / "celery_fleet.json").write_text(json.dumps(data))
+    page = generator.render(tmp_path)
+    assert "| run | calls | wall s | late s | msgs/call | tasks/get per call | twice | missing |" in page
+    assert "| mcp_tasks.celery | 20 | 12.5 | 0.40 | 2.00 | 1.00 | 0 | 0 |" in page
+    assert "For the same 20 calls the naive task took 6.40 × the wall time." in page

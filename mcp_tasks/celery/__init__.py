@@ -11,7 +11,8 @@
 Why short checks rather than a follower thread in each worker: a check is a message the broker
 already makes durable and gives back when a worker dies (acks_late), so nothing else has to
 notice the death, and a revoke reaches it by Celery's own path; the price is one broker message
-and one ``tasks/get`` per check (`CHECK_EVERY`). The guide (docs: Celery) measures both.
+and one ``tasks/get`` per check (`CHECK_EVERY` apart at least, more as the task grows old). The
+guide (docs: Celery) measures both.
 
 What the broker loses (a check Redis hands to a worker dying in that instant, a countdown check a
 dead worker had reserved) a sweeper in each worker's main process sends again: each call's

@@ -36,7 +36,8 @@ __all__ = ["CHECK_EVERY", "McpTasks"]
 log = logging.getLogger("mcp_tasks")
 
 CHECK_EVERY = 1.0
-"""Seconds between two checks of a running MCP task (also how soon a revoke is acted on)."""
+"""Seconds: the shortest pause between two checks of a running MCP task (also how soon a revoke
+is acted on); the server's ``pollInterval`` and the task's age lengthen it (`_step.pause`)."""
 TASK_NAME = "mcp_tasks.call"
 
 
@@ -50,7 +51,8 @@ class McpTasks:
     opened in each worker process; or a `TaskStore`), shared by every worker.
     `input_handlers` answer input in the workers; without them the result shows
     ``INPUT_REQUIRED`` and `answer` answers. `auth` and `headers`: a mapping from endpoint to
-    value, or a function of the endpoint. `check_every`: seconds between two checks.
+    value, or a function of the endpoint. `check_every`: the shortest pause between two checks
+    (longer when the server asks for it, and as the task grows old, up to twice this).
     """
 
     def __init__(

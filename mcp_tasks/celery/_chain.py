@@ -22,10 +22,16 @@ countdown message a dead worker had reserved), the chain starts again within abo
 fails); and no check calls the tool (the Celery id keys the call in the store: a check follows the
 task already started). A result already ready (a revoke, the call's timeout) ends the chain at
 the sweep instead.
+
+A busy fleet makes every check late (its due checks wait for a slot): taking each late one for
+lost would send copies that only add to the wait. So a check that ran `late` seconds after its
+due time holds the lease for the next one twice that much longer (`Chain.keep`): how long a
+chain may be silent grows with how late the fleet runs, and shrinks back as it catches up.
 """
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 import logging
@@ -37,6 +43,7 @@ from mcp_tasks._store import StoreError, TaskStore
 __all__ = [
     "Chain",
     "forget_record",
+    "late_by",
     "lease_key",
     "new_token",
     "quiet_after",
@@ -58,6 +65,22 @@ def quiet_after(check_every: float) -> float:
 def new_token() -> str:
     """A chain's holder: no process's (never taken for a holder whose process is gone)."""
     return "celery-chain-" + uuid.uuid4().hex
+
+
+def late_by(eta: object, now: float) -> float:
+    """Seconds between a check's due time (Celery's ``request.eta``: an ISO time, a datetime, or
+    None for a message sent without a countdown) and `now` (epoch); 0 when not late or unknown.
+    """
+    if isinstance(eta, str):
+        try:
+            eta = datetime.datetime.fromisoformat(eta)
+        except ValueError:
+            return 0.0
+    if not isinstance(eta, datetime.datetime):
+        return 0.0
+    if eta.tzinfo is None:  # Celery's naive times are UTC
+        eta = eta.replace(tzinfo=datetime.timezone.utc)
+    return max(0.0, now - eta.timestamp())
 
 
 def lease_key(celery_id: str) -> str:
@@ -130,10 +153,11 @@ class Chain:
         self.holder = new_token()
         return self._held(self.store.acquire, self.quiet)
 
-    def keep(self, countdown: float) -> bool:
-        """Pass the lease to a new token, held until the next check is due plus `quiet`: False
-        when another chain has it. A copy of this run's message (the broker gave it back) carries
-        the old token, which no longer holds the lease: the copy ends at its next run.
+    def keep(self, countdown: float, late: float = 0.0) -> bool:
+        """Pass the lease to a new token, held until the next check is due plus `quiet` plus twice
+        `late` (how late this run was: see the module's docstring): False when another chain has
+        it. A copy of this run's message (the broker gave it back) carries the old token, which
+        no longer holds the lease: the copy ends at its next run.
         """
         assert self.holder is not None
         old, self.holder = self.holder, new_token()
@@ -143,7 +167,7 @@ class Chain:
             log.warning("a Celery call's chain: could not pass its lease on (going on): %s", exc)
             self.holder = old
             return True
-        return self._held(self.store.acquire, countdown + self.quiet)
+        return self._held(self.store.acquire, countdown + self.quiet + 2 * late)
 
     def end(self) -> None:
         """Release the lease (the result is stored)."""

@@ -23,7 +23,7 @@ from mcp_tasks._status import Status, TaskState
 from mcp_tasks._store import StoreError, TaskStore
 from mcp_tasks._tasks import call_tool, cancel_task, get_task, outcome, wait_task
 from mcp_tasks._tasks._wait import checked
-from mcp_tasks.celery._chain import Chain, forget_record, quiet_after, write_record
+from mcp_tasks.celery._chain import Chain, forget_record, late_by, quiet_after, write_record
 from mcp_tasks.celery._clients import Clients
 from mcp_tasks.celery._error import failure_of
 from mcp_tasks.celery._inputs import answers_key, input_meta, real_keys
@@ -116,8 +116,9 @@ def run(
         status = called
         if (shown is not None and not status.terminal) or (status.terminal and not status.detailed):
             status = _checked(task, client, clients, store, status)
-        deadline = _deadline(store, task_id, call.timeout)
-        step = decide(status, time.time(), deadline, check_every)
+        began = _began(store, task_id)  # None: the timeout is checked (and the age counted) later
+        deadline = began + call.timeout if call.timeout is not None and began is not None else None
+        step = decide(status, time.time(), deadline, check_every, began)
         if isinstance(step, Finish):
             _end(task, chain, task_id)
             return checked(outcome(status), call.raise_on_error, status, call.tool)
@@ -131,7 +132,7 @@ def run(
     if isinstance(step, Revoked):
         _revoked(task, chain, task_id)
     assert isinstance(step, Check)
-    if not chain.keep(step.countdown):  # another chain took over while this run read the task
+    if not chain.keep(step.countdown, late_by(task.request.eta, time.time())):  # another chain took over
         raise Ignore()
     _send_next(task, call, step, status, shown, chain.holder, described)
     raise Ignore()
@@ -152,20 +153,16 @@ def _called(client: Client, call: Call, celery_id: str, *, first: bool) -> Statu
         raise Ignore() from None
 
 
-def _deadline(store: TaskStore, task_id: str, timeout: float | None) -> float | None:
-    """When the call's `timeout` runs out (epoch), counted from the task's creation as the store
-    keeps it; None without a timeout, or when the store cannot say now (the next check asks).
+def _began(store: TaskStore, task_id: str) -> float | None:
+    """When the task was made (epoch), as the store keeps it; None when it cannot say now (the
+    next check asks again).
     """
-    if timeout is None:
-        return None
     try:
         kept = store.get(task_id)
     except StoreError as exc:
-        log.warning(
-            "task %s: could not read its creation time (its timeout is checked later): %s", short_id(task_id), exc
-        )
+        log.warning("task %s: could not read when it began (asking again later): %s", short_id(task_id), exc)
         return None
-    return (kept.created_at if kept is not None else time.time()) + timeout
+    return kept.created_at if kept is not None else None
 
 
 def _revoked(task: Task, chain: Chain | None, task_id: str) -> NoReturn:

@@ -227,8 +227,13 @@ class Fleet:
 
 
 def app_of(fleet: Fleet) -> ModuleType:
-    """The tests' own Celery app (a client of the fleet's broker and backend)."""
-    return importlib.import_module("tests.celery.worker_app")
+    """The tests' own Celery app (a client of the fleet's broker and backend): read again when an
+    earlier module's fleet (another Redis) made it.
+    """
+    module = importlib.import_module("tests.celery.worker_app")
+    if fleet.redis.url != module.REDIS:
+        module = importlib.reload(module)
+    return module
 
 
 def state_becomes(result: Any, state: str) -> None:

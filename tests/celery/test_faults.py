@@ -2,7 +2,8 @@
 processes, the reference server over HTTP): a result backend that fails as a check reads the
 answers left for it, or as the first run describes its chain, loses neither the call nor the
 answer; and with workers SIGKILLed mid-follow, every result arrives, each tool is called once
-and each input key is answered once, whether the workers' handlers answer or another process.
+and each input key is answered once, whether the workers' handlers answer or another process;
+and a sweeper copies no check while its queue holds messages.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from typing import Any
 import pytest
 import redis
 
-from mcp_tasks._store import open_store
-from mcp_tasks.celery._chain import record_key
+from mcp_tasks._store import TaskRef, open_store
+from mcp_tasks.celery._chain import record_key, write_record
+from mcp_tasks.celery._clients import Clients
+from mcp_tasks.celery._sweep import Sweeper
 from tests.celery.conftest import Fleet, Worker, app_of, state_becomes
 from tests.conftest import ROOT
 
@@ -114,30 +117,33 @@ def test_with_workers_killed_mid_follow_each_input_key_is_answered_once(fleet: F
     served = fleet.served
     queue = "answering-" + uuid.uuid4().hex[:6]
     env = {**fleet.env, "MCP_CELERY_HANDLERS": "1"}
-    answering = [Worker(f"{queue}-{i}", env, queue=queue) for i in range(2)]
+    answering: list[Worker] = []
+    answerer: subprocess.Popen[str] | None = None
     by_handlers, by_person = range(60, 66), range(70, 76)
     results: dict[int, Any] = {}
-    for n in by_handlers:
-        results[n] = mcp.call.apply_async((served.url, "form", {"n": n}), queue=queue)
-    results |= {n: mcp.call.delay(served.url, "form", {"n": n}) for n in by_person}
-    answerer = subprocess.Popen(
-        [sys.executable, "-c", ANSWERER, *(results[n].id for n in by_person)],
-        env={**fleet.env, "PYTHONPATH": str(ROOT)},
-        stderr=subprocess.PIPE,
-        text=True,
-    )
     try:
+        answering += [Worker(f"{queue}-{i}", env, queue=queue) for i in range(2)]
+        for n in by_handlers:
+            results[n] = mcp.call.apply_async((served.url, "form", {"n": n}), queue=queue)
+        results |= {n: mcp.call.delay(served.url, "form", {"n": n}) for n in by_person}
+        answerer = subprocess.Popen(
+            [sys.executable, "-c", ANSWERER, *(results[n].id for n in by_person)],
+            env={**fleet.env, "PYTHONPATH": str(ROOT)},
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         # Killed as answers flow: some keys answered, most not yet.
         served.until(lambda: sum(served.updates.values()) >= 6)
         answering.pop(0).kill()
         fleet.workers.pop(0).kill()
+        fleet.workers.append(Worker("d-" + uuid.uuid4().hex[:6], fleet.env))  # whole again for later tests
         for n, result in results.items():
             name = "the worker" if n in by_handlers else "a person"
             assert result.get(timeout=90)["structuredContent"] == {"n": n, "names": [name] * 3}
         _, errors = answerer.communicate(timeout=60)
         assert answerer.returncode == 0, errors
     finally:
-        if answerer.poll() is None:
+        if answerer is not None and answerer.poll() is None:
             answerer.kill()
             answerer.communicate()
         for worker in answering:
@@ -145,3 +151,28 @@ def test_with_workers_killed_mid_follow_each_input_key_is_answered_once(fleet: F
     assert {n: served.calls[("form", n)] for n in results} == {n: 1 for n in results}
     keys = [f"{part}-{n}" for n in results for part in "abc"]
     assert {key: served.updates[key] for key in keys} == {key: 1 for key in keys}
+
+
+def test_the_sweeper_copies_no_check_while_its_queue_holds_messages(fleet: Fleet, tmp_path: Path) -> None:
+    # In a busy fleet a quiet chain's check is most likely in its queue, late: a copy would only
+    # lengthen the queue (bench/celery_fleet.py saw 1.7 copies a call). Once drained, it is sent.
+    worker_app = app_of(fleet)
+    app = worker_app.app
+    queue = "idle-" + uuid.uuid4().hex[:6]  # a queue no worker takes from
+    store = open_store(tmp_path / "sweep.sqlite3")  # this test's call is its only unfinished task
+    task_id, celery_id = "sweep-" + uuid.uuid4().hex, str(uuid.uuid4())
+    store.record(TaskRef(endpoint=fleet.served.url, task_id=task_id, tool="work"))
+    args = [fleet.served.url, "work", {"n": 80, "seconds": 1}]
+    write_record(app.backend, task_id, {"id": celery_id, "args": args, "kwargs": {}, "queue": queue})
+    sweeper = Sweeper(app, worker_app.mcp.call, Clients(store, None, lambda e: None, lambda e: None), quiet=5.0)
+    try:
+        app.send_task("tests.nothing", queue=queue)  # a message waiting in the chain's queue
+        assert sweeper.sweep() == 0
+        with app.connection_for_write() as connection:
+            connection.default_channel.queue_purge(queue)
+        assert sweeper.sweep() == 1  # drained: the quiet chain gets its check
+        assert sweeper.sweep() == 0  # which now holds its lease
+    finally:
+        with app.connection_for_write() as connection:
+            connection.default_channel.queue_purge(queue)
+        store.close()

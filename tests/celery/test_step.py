@@ -1,13 +1,17 @@
 """The pure decision of a run of the Celery task (`mcp_tasks.celery._step.decide`): what it does
-with the status it read, the call's deadline and the pause between checks.
+with the status it read, the call's deadline and the pause between checks; and how late a
+check ran, from its ETA (`_chain.late_by`).
 """
 
 from __future__ import annotations
 
+import datetime
+
 import pytest
 
 import mcp_tasks as mt
-from mcp_tasks.celery._step import MIN_CHECK, Check, Finish, Revoked, TimedOut, decide
+from mcp_tasks.celery._chain import late_by
+from mcp_tasks.celery._step import AGE_SHARE, LONGEST, MIN_CHECK, Check, Finish, Revoked, TimedOut, decide, pause
 
 S = mt.TaskState
 
@@ -29,9 +33,23 @@ def test_a_running_task_past_its_deadline_has_timed_out() -> None:
     assert decide(status(S.WORKING), now=100.0, deadline=100.0, check_every=1.0) == TimedOut()
 
 
-def test_a_running_task_is_checked_again_after_check_every_whatever_the_server_asks() -> None:
-    assert decide(status(S.WORKING, poll_ms=30_000), now=0.0, deadline=None, check_every=1.0) == Check(1.0, "STARTED")
+def test_a_new_task_is_checked_after_check_every_or_the_servers_poll_interval_if_longer() -> None:
+    assert decide(status(S.WORKING), now=0.0, deadline=None, check_every=1.0, began=0.0) == Check(1.0, "STARTED")
     assert decide(status(S.WORKING, poll_ms=10), now=0.0, deadline=None, check_every=1.0) == Check(1.0, "STARTED")
+    slow = decide(status(S.WORKING, poll_ms=30_000), now=0.0, deadline=None, check_every=1.0, began=0.0)
+    assert slow == Check(30.0, "STARTED")
+
+
+def test_an_older_task_is_checked_less_often_within_a_bound() -> None:
+    def every(age: float) -> float:
+        step = decide(status(S.WORKING, poll_ms=1000), now=100.0 + age, deadline=None, check_every=1.0, began=100.0)
+        assert isinstance(step, Check)
+        return step.countdown
+
+    assert every(1.0) == 1.0 and every(3.0) == pytest.approx(AGE_SHARE * 3.0)
+    assert every(2.5) < every(3.5) <= every(60.0) == LONGEST
+    assert every(3600.0) == LONGEST  # a result is seen within LONGEST x check_every of its end
+    assert pause(3600.0, 30.0, 1.0) == 30.0  # the server's own interval is honoured even then
 
 
 def test_the_last_check_lands_on_the_deadline() -> None:
@@ -42,3 +60,12 @@ def test_the_last_check_lands_on_the_deadline() -> None:
 
 def test_input_still_waiting_after_the_check_shows_input_required() -> None:
     assert decide(status(S.INPUT_REQUIRED), now=0.0, deadline=None, check_every=1.0) == Check(1.0, "INPUT_REQUIRED")
+
+
+def test_how_late_a_check_ran_is_read_from_its_eta_in_any_form_celery_gives() -> None:
+    due = datetime.datetime(2026, 1, 1, 12, 0, 0, tzinfo=datetime.timezone.utc)
+    now = due.timestamp() + 2.5
+    assert late_by(due.isoformat(), now) == pytest.approx(2.5)
+    assert late_by(due.replace(tzinfo=None), now) == pytest.approx(2.5)  # naive: UTC
+    assert late_by(due, due.timestamp() - 1) == 0.0  # early: not late
+    assert late_by(None, now) == 0.0 and late_by("not a time", now) == 0.0  # no countdown
