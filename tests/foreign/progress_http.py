@@ -119,9 +119,14 @@ class LegacyProgressServer(LegacyHttpTasksServer):
         assert task_id is not None
         self.progress.finish(task_id)
 
-    def task_ids(self) -> list[str]:
-        """The ``report`` tasks made so far, oldest first."""
-        return [e["taskId"] for e in self.journal.events(lambda e: e["event"] == "report_task")]
+    def task_ids(self, *, wait: bool = False) -> list[str]:
+        """The ``report`` tasks made so far, oldest first; with `wait`, once one is made (progress
+        sent before a task's answer can reach the client before the server has made the task).
+        """
+        made = lambda e: e["event"] == "report_task"  # noqa: E731
+        if wait:
+            self.journal.wait_for(made, timeout=60.0, what="a report task made")
+        return [e["taskId"] for e in self.journal.events(made)]
 
 
 class ModernProgressServer(ModernHttpTasksServer):

@@ -99,7 +99,7 @@ def test_progress_from_the_call_stream_and_the_task_life_reaches_call_and_await(
             lambda: mt.call_and_await(client, "report", {"before": [[1, 4, "started"]]}, on_progress=ear, timeout=None)
         )
         assert ear.until(1) == [(1.0, 4.0, "started")]  # before the task existed
-        (task_id,) = legacy.task_ids()
+        (task_id,) = legacy.task_ids(wait=True)
         legacy.step(task_id, 3, 4, "almost")
         assert ear.until(2)[1] == (3.0, 4.0, "almost")
         legacy.step(task_id, 4)  # no total, no message
