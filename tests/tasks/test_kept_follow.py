@@ -103,10 +103,6 @@ def test_ids_no_wait_takes_are_let_go(
         assert first.task_id in {e["params"].get("taskId") for e in reads}  # (what was heard is forgotten)
 
 
-def listens(server: ListenTasksServer) -> int:
-    return len(server.journal.events(lambda e: e.get("rpc") == "subscriptions/listen"))
-
-
 def test_a_long_burst_of_creations_reopens_its_stream_less_and_less_often(
     listen_server: Callable[..., ListenTasksServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
