@@ -121,11 +121,11 @@ class _Join:
 class Joins:
     """The joins a client's store refused: each tried again by `retrier` (the client's retry loop,
     with backoff while the client lives), at the client's next call, and at its close (which gives
-    the store `JOIN_PATIENCE` seconds, then says which are lost): a process that died before its
-    next call left "id never recorded" where the id was known. A task that
-    ends before its join is written has its end folded into the join (`ended`): its wait found no
-    record to write the end into, and a record written later as the call left it (unfinished,
-    its starter's lease renewed by nobody) was adopted and delivered a second time.
+    the store `JOIN_PATIENCE` seconds, then says which are lost): tried only at those two, a
+    process that died before its next call left "id never recorded" where the id was known. A
+    task that ends before its join is written has its end folded into the join (`ended`): its
+    wait found no record to write the end into, and a record written later as the call left it
+    (unfinished, its starter's lease renewed by nobody) was adopted and delivered a second time.
     """
 
     def __init__(self, retrier: Retrier | None = None) -> None:
