@@ -6,6 +6,9 @@ one per store, started with the first call, joined by `Deadlines.close`) shuts t
 socket down, which wakes psycopg's blocked read at once; the call then raises `StoreError` and its
 connection is closed, never pooled. A `Hurry` (the caller's owner closing) moves it earlier.
 
+psycopg's warnings about a connection so cut are dropped (`_pg_cut_logs.py`): expected, and said
+by the caller's `StoreError`.
+
 TCP keepalives and a ``tcp_user_timeout`` (`NETWORK`) are added to the connections too, unless
 the connection string sets them: across a real network they end a connection whose peer is gone.
 """
@@ -20,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from mcp_tasks._store._bound import on_hurry
 from mcp_tasks._store._error import StoreError
+from mcp_tasks._store._pg_cut_logs import calls_cut, quiet_cut_warnings
 from mcp_tasks._threads import join_all, start_thread
 
 if TYPE_CHECKING:
@@ -153,6 +157,7 @@ class Deadlines:
         self._target: float | None = None  # when the sleeper wakes next (None: not before notified)
         self._thread: threading.Thread | None = None
         self._closed = False
+        quiet_cut_warnings()
 
     def cut(self, at: float) -> Cut:
         """A watch for one call that must end by `at` (monotonic)."""
@@ -224,7 +229,7 @@ class Deadlines:
 
 
 class _Watching:
-    __slots__ = ("_at", "_cut", "_dog", "_hurry")
+    __slots__ = ("_at", "_cut", "_dog", "_hurry", "_logs")
 
     def __init__(self, dog: Deadlines, at: float) -> None:
         self._dog, self._at = dog, at
@@ -233,10 +238,13 @@ class _Watching:
         self._cut = self._dog.cut(self._at)
         self._hurry = on_hurry(self._cut.move)
         self._hurry.__enter__()
+        self._logs = calls_cut(self._cut)  # the pool's return of the connection included
+        self._logs.__enter__()
         return self._cut
 
     def __exit__(self, *exc: object) -> None:
         try:
+            self._logs.__exit__(None, None, None)
             self._hurry.__exit__(None, None, None)
         finally:
             self._cut.close()

@@ -1,14 +1,13 @@
 """Ends the store could not record stay with the client: a task's end (its terminal status, the
 settlement of its answers, the release of its lease) that a stopped or locked store refused is
-kept here, its lease kept too, and recorded once the store is back: retried with backoff by one
-thread (``mcp_tasks-ends``, started while an end is pending) while the client lives, and once
-more, within `CLOSE_PATIENCE`, when it closes. Forgotten instead, a later `adopt` would deliver
+kept here, its lease kept too, and recorded once the store is back: retried with backoff by the
+client's retry loop (`_retrier.py`, which carries its refused joins too) while the client lives,
+and once more, within `CLOSE_PATIENCE`, when it closes. Forgotten instead, a later `adopt` would deliver
 the task a second time.
 """
 
 from __future__ import annotations
 
-import contextvars
 import logging
 import threading
 import time
@@ -16,11 +15,10 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from mcp_tasks._clock import wait_condition
 from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status
 from mcp_tasks._store import Lease, Renewer, StoreError, TaskStore, store_deadline
-from mcp_tasks._threads import join_all, start_thread
+from mcp_tasks._tasks._retrier import Retrier, retrier_of
 
 if TYPE_CHECKING:
     from mcp_tasks._session._channel import Channel
@@ -29,14 +27,6 @@ __all__ = ["CLOSE_PATIENCE", "PendingEnd", "PendingEnds", "ends_of"]
 
 log = logging.getLogger("mcp_tasks")
 
-FIRST_RETRY = 0.5
-"""Seconds before an end the store refused is tried again; doubled after each failure."""
-LAST_RETRY = 10.0
-"""The longest pause between two tries."""
-TRY_PATIENCE = 5.0
-"""Seconds one try waits for a busy or slow store: an end takes a few round trips, each a second
-on a slow link, where a second's patience cut every try. A closing client hurries a try under way
-(its renewer's hurry), so the thread is still joined quickly."""
 CLOSE_PATIENCE = 1.0
 """Seconds `close()` gives the store to take the ends still pending."""
 
@@ -59,42 +49,31 @@ class PendingEnd:
 
 class PendingEnds:
     """The ends a client's store could not record yet (see the module); `renewer` renews the
-    leases they keep.
+    leases they keep, `retrier` tries them again.
     """
 
-    def __init__(self, renewer: Renewer) -> None:
+    def __init__(self, renewer: Renewer, retrier: Retrier | None = None) -> None:
         self.renewer = renewer
-        self.wake = threading.Condition()
+        self.retrier = retrier or Retrier(renewer.hurry)
+        self.wake = threading.Lock()
         self.pending: list[PendingEnd] = []
-        self.threads: list[threading.Thread] = []  # the one running, and any just ending
-        self.running = False
-        self.stopping = False
+        self.retrier.add(self)
 
     def keep(self, end: PendingEnd) -> None:
         """Record `end` when the store is back (its lease stays held, renewed meanwhile)."""
         log.warning("task %s: its end is kept, to be recorded when the store is back", short_id(end.task_id))
         with self.wake:
             self.pending.append(end)
-            alive = any(thread.is_alive() for thread in self.threads)  # none in a forked child
-            if not self.stopping and not (self.running and alive):
-                self.running = True
-                self.threads = [thread for thread in self.threads if thread.is_alive()]
-                self.threads.append(start_thread("ends", lambda: contextvars.Context().run(self._loop)))
-            self.wake.notify_all()
+        self.retrier.poke()
 
-    def _loop(self) -> None:
-        pause = FIRST_RETRY
-        while True:
-            with self.wake:
-                due = time.monotonic() + pause
-                while not self.stopping and self.pending and time.monotonic() < due:
-                    wait_condition(self.wake, due)
-                if self.stopping or not self.pending:
-                    self.running = False
-                    return
-            with store_deadline(time.monotonic() + TRY_PATIENCE, self.renewer.hurry):
-                done = self._record_all()
-            pause = FIRST_RETRY if done else min(pause * 2, LAST_RETRY)
+    def has_kept(self) -> bool:
+        """Whether an end is pending."""
+        with self.wake:
+            return bool(self.pending)
+
+    def retry_kept(self) -> bool:
+        """Try the pending ends once (the retrier's round); whether none is left."""
+        return self._record_all()
 
     def _record_all(self) -> bool:
         """Try every pending end (a store that fails is not tried again this round); whether none
@@ -117,21 +96,11 @@ class PendingEnds:
         with self.wake:
             return not self.pending
 
-    def close(self) -> None:
-        """Stop retrying in the background (the client closes; `join` tries once more)."""
-        with self.wake:
-            self.stopping = True
-            self.wake.notify_all()
-
     def join(self) -> None:
         """Join the thread, then try the ends left once more within `CLOSE_PATIENCE`; those
         the store still refuses are said (a later `adopt` delivers their tasks again).
         """
-        with self.wake:
-            self.stopping = True
-            threads, self.threads = self.threads, []
-            self.wake.notify_all()
-        join_all(threads, TRY_PATIENCE + 1.0)
+        self.retrier.join()
         with store_deadline(time.monotonic() + CLOSE_PATIENCE):
             self._record_all()
         with self.wake:
@@ -190,5 +159,6 @@ def _write(end: PendingEnd) -> None:
 
 
 def ends_of(channel: Channel, renewer: Renewer) -> PendingEnds:
-    """The client's pending ends, kept with its channel (closed and joined with it)."""
-    return channel.attachment(PendingEnds, lambda opened: PendingEnds(renewer))
+    """The client's pending ends, kept with its channel (joined with it)."""
+    retrier = retrier_of(channel)  # made first: attachments are not made inside one another
+    return channel.attachment(PendingEnds, lambda opened: PendingEnds(renewer, retrier))

@@ -2,7 +2,8 @@
 recorded as an `Intent` (tool, endpoint, a digest of its arguments, a key): a store that cannot
 take it within the call's deadline fails the call with `StoreError`, and nothing is sent. The
 task id (or the result the server gave at once) joins the intent when the answer comes; a join
-the store refused stays with the client (`Joins`), tried again at its next call and at its close.
+the store refused stays with the client (`Joins`), tried again with backoff by its retry loop
+(`_retrier.py`, which carries its refused ends too), at its next call, and at its close.
 A key already recorded is followed, never called again.
 """
 
@@ -32,6 +33,7 @@ from mcp_tasks._store import (
 )
 from mcp_tasks._store._intent import check_key, digest_of
 from mcp_tasks._tasks._records import created_ref, endpoint_of, store_of
+from mcp_tasks._tasks._retrier import Retrier, retrier_of
 from mcp_tasks._tasks._starts import starts_of
 
 if TYPE_CHECKING:
@@ -117,23 +119,38 @@ class _Join:
 
 
 class Joins:
-    """The joins a client's store refused: each tried again at the client's next call and at its
-    close (which gives the store `JOIN_PATIENCE` seconds, then says which are lost). A task that
-    ends before its join is written has its end folded into the join (`ended`): its wait found no
-    record to write the end into, and a record written later as the call left it (unfinished,
-    its starter's lease renewed by nobody) was adopted and delivered a second time.
+    """The joins a client's store refused: each tried again by `retrier` (the client's retry loop,
+    with backoff while the client lives), at the client's next call, and at its close (which gives
+    the store `JOIN_PATIENCE` seconds, then says which are lost): tried only at those two, a
+    process that died before its next call left "id never recorded" where the id was known. A
+    task that ends before its join is written has its end folded into the join (`ended`): its
+    wait found no record to write the end into, and a record written later as the call left it
+    (unfinished, its starter's lease renewed by nobody) was adopted and delivered a second time.
     """
 
-    def __init__(self, channel: Channel | None = None) -> None:
+    def __init__(self, retrier: Retrier | None = None) -> None:
         self._lock = threading.Lock()
         self._left: list[_Join] = []
         self._writing: list[_Join] = []  # being tried now
         self._late: dict[tuple[int, str], Status] = {}  # ends seen while their join was being tried
+        self.retrier = retrier or Retrier()
+        self.retrier.add(self, first=True)
 
     def keep(self, join: _Join) -> None:
         """Keep `join` for the next try."""
         with self._lock:
             self._left.append(join)
+        self.retrier.poke()
+
+    def has_kept(self) -> bool:
+        """Whether a join is kept."""
+        with self._lock:
+            return bool(self._left)
+
+    def retry_kept(self) -> bool:
+        """Try the joins kept once (the retrier's round, within its bound); whether none is left."""
+        self.retry(None, level=logging.INFO)  # said at WARNING when kept, and at close
+        return not self.has_kept()
 
     def ended(self, store: TaskStore, task_id: str, status: Status) -> None:
         """`task_id` (in `store`) has ended with `status`: a join of it not yet written writes
@@ -146,9 +163,10 @@ class Joins:
             if any(join.of(store, task_id) and join.unfinished for join in self._writing):
                 self._late[(id(store), task_id)] = status
 
-    def retry(self, at: float | None) -> None:
-        """Try the joins left again (each given until `at`, monotonic); those refused are kept. A
-        task that ended while its join was being written is written again, finished.
+    def retry(self, at: float | None, *, level: int = logging.WARNING) -> None:
+        """Try the joins left again (each given until `at`, monotonic); those refused are kept
+        (said at `level`). A task that ended while its join was being written is written again,
+        finished.
         """
         with self._lock:
             left, self._left = self._left, []
@@ -163,7 +181,7 @@ class Joins:
                     log.info("%s: its id is now recorded with its call", join.what())
                     written.append(join)
                 except StoreError as exc:
-                    log.warning("%s: still could not record its id with its call: %s", join.what(), exc)
+                    log.log(level, "%s: still could not record its id with its call: %s", join.what(), exc)
                     failed.append(join)
         finally:
             with self._lock:
@@ -176,13 +194,14 @@ class Joins:
                 with store_deadline(at):
                     join.write()
             except StoreError as exc:
-                log.warning("%s: could not record its end with its call yet: %s", join.what(), exc)
+                log.log(level, "%s: could not record its end with its call yet: %s", join.what(), exc)
                 self.keep(join)
 
     def close(self) -> None:
-        """The client closes: a last try; a join still refused leaves its call listed as
-        started with its id never recorded (``store.unrecorded_intents()``).
+        """The client closes: its retry loop stopped, a last try; a join still refused leaves its
+        call listed as started with its id never recorded (``store.unrecorded_intents()``).
         """
+        self.retrier.join()
         self.retry(time.monotonic() + JOIN_PATIENCE)
         with self._lock:
             lost, self._left = self._left, []
@@ -204,7 +223,8 @@ def _joins(client: Client) -> Joins:
 
 def joins_of(channel: Channel) -> Joins:
     """The client's joins its store refused (see `Joins`)."""
-    return channel.attachment(Joins, Joins)
+    retrier = retrier_of(channel)  # made first: attachments are not made inside one another
+    return channel.attachment(Joins, lambda opened: Joins(retrier))
 
 
 def begin(
@@ -268,8 +288,7 @@ def joined(
             join.write()
     except StoreError as exc:
         log.warning(
-            "%s: could not record its id with its call (kept; tried again at the client's next call and at its "
-            "close): %s",
+            "%s: could not record its id with its call (kept; tried again while the client lives and at its close): %s",
             join.what(),
             exc,
         )

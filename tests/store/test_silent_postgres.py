@@ -7,6 +7,7 @@ database is still frozen. The cluster frozen is this module's own, never the ses
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -175,3 +176,21 @@ def test_close_ends_the_futures_driver_on_a_frozen_database(setup: Setup) -> Non
             future.result(timeout=30)
         left = [name for name in mcp_threads() if "futures" in name or "renewer" in name]
         assert left == []  # the driver and the renewer were joined, not left behind
+
+
+def test_a_piped_call_cut_at_its_deadline_leaves_psycopg_nothing_to_warn_about(
+    own_cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A call in pipeline mode (a call's intent) cut at its deadline: the caller gets the one
+    `StoreError`, and psycopg no WARNING that it could not end the pipeline of the connection cut.
+    """
+    with mt.PostgresTaskStore(own_cluster.url(own_cluster.new_database()), busy_timeout=1) as store:
+        assert store.get("a-task") is None  # a connection in the pool: the call below gets it at once
+        freeze = Freeze(own_cluster)
+        with freeze(), caplog.at_level(logging.DEBUG):
+            with pytest.raises(mt.StoreError, match="did not answer in time"):
+                store.record_intent(mt.Intent("direct:x", "a-key", "greet", "digest"))
+            assert freeze.held
+        said = [record.getMessage() for record in caplog.records if record.name.startswith("psycopg")]
+        assert [text for text in said if "Pipeline [BAD]" in text or "discarding closed connection" in text] == []
+        assert store.unrecorded_intents() == []  # nothing was recorded, and the pool works

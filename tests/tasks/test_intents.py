@@ -132,7 +132,7 @@ def test_a_call_whose_id_was_never_recorded_is_listed_as_started(
     with mt.Client.http(served.url, store=dying) as client:
         task = mt.call_tool(client, "slow_compute", {"block": True}, key="order-7")
         assert isinstance(task, mt.Status)
-    assert dying.joins == 2  # tried again at close(), with a warning each time
+    assert dying.joins >= 2  # tried again while the client lives and at close(), with a warning
     assert "could not record its id with its call" in caplog.text and task.task_id not in caplog.text
     # A new client, a new process: the call is not silent.
     (started,) = store.unrecorded_intents()
@@ -166,8 +166,8 @@ def test_an_id_the_store_refused_is_recorded_at_the_next_call(served: Served, st
     flaky = FailsOnce(store)
     with mt.Client.http(served.url, store=flaky) as client:
         first = mt.call_tool(client, "slow_compute", {"block": True})
-        assert isinstance(first, mt.Status) and len(store.unrecorded_intents()) == 1
-        mt.call_tool(client, "greet", {"name": "Ada"})  # its intent's write tries the refused join again first
+        assert isinstance(first, mt.Status) and flaky.joins >= 1
+        mt.call_tool(client, "greet", {"name": "Ada"})  # tries the refused join again first, if no retry has
         assert store.unrecorded_intents() == []
         assert [ref.task_id for ref in store.unfinished()] == [first.task_id]
     release(served)

@@ -140,7 +140,7 @@ def test_close_with_ends_pending_on_a_dead_store_returns_and_says_so(
             future.result(timeout=60)
         with caplog.at_level(logging.WARNING, logger="mcp_tasks"):
             client.close()  # returns (within its bound: no timing asserted here)
-        assert not {"mcp_tasks-ends", "mcp_tasks-lease-renewer"} & set(mcp_threads())  # the server's run on
+        assert not {"mcp_tasks-kept", "mcp_tasks-lease-renewer"} & set(mcp_threads())  # the server's run on
     finally:
         other.execute("ROLLBACK")
         other.close()
