@@ -11,12 +11,14 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
 import mcp_tasks as mt
 from mcp_tasks.server import HttpServer, Server, serve_http
 from tests.fixtures.servers import make_server
+from tests.foreign.slow_link import SlowLink
 from tests.pg import Cluster, running_cluster
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,6 +63,16 @@ def pg_cluster() -> Iterator[Cluster]:
 def pg_url(pg_cluster: Cluster) -> str:
     """The URL of a fresh database of the session's PostgreSQL."""
     return pg_cluster.url(pg_cluster.new_database())
+
+
+@pytest.fixture
+def pg_slow_link(pg_url: str) -> Iterator[SlowLink]:
+    """A link to `pg_url`'s server whose delay the test sets (none at first); `url_of(pg_url)`
+    reaches the database through it."""
+    where = urlsplit(pg_url)
+    assert where.port is not None
+    with SlowLink(("127.0.0.1", where.port), 0.0) as link:
+        yield link
 
 
 @pytest.fixture

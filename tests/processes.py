@@ -95,3 +95,15 @@ class GatedReference:
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
         self.close()
+
+
+class GatedJobs(GatedReference):
+    """A `GatedReference` with ``job(n)``: a task that ends, with ``{"n": n}``, when the gate opens."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+        @self.server.tool(task="required")
+        def job(ctx: Any, n: int) -> dict[str, Any]:
+            self.held(ctx)
+            return {"n": n}

@@ -9,10 +9,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from urllib.parse import urlsplit
-
-import pytest
 
 import mcp_tasks as mt
 from mcp_tasks._store import Renewer, new_holder
@@ -42,25 +38,17 @@ class Noted(mt.PostgresTaskStore):
         return kept
 
 
-@pytest.fixture
-def slow(pg_url: str) -> Iterator[SlowLink]:
-    where = urlsplit(pg_url)
-    assert where.port is not None
-    with SlowLink(("127.0.0.1", where.port), 0.0) as link:
-        yield link
-
-
 def test_a_renewal_over_a_slow_link_keeps_the_lease(
-    pg_store: mt.PostgresTaskStore, pg_url: str, slow: SlowLink
+    pg_store: mt.PostgresTaskStore, pg_url: str, pg_slow_link: SlowLink
 ) -> None:
     holder = new_holder()
     assert pg_store.acquire("task-1", holder, TTL)  # taken over the fast link
-    store = Noted(slow.url_of(pg_url))
+    store = Noted(pg_slow_link.url_of(pg_url))
     renewer = Renewer()
     try:
         assert store.get("task-1") is None  # its pooled connection opened while the link is fast
         assert store.renew("task-1", holder, TTL)  # and the renewals' own
-        slow.delay = LATE
+        pg_slow_link.delay = LATE
         store.outcomes.clear()
         store.came.clear()
         # Taken a third of a ttl ago: due at once (two thirds of its ttl left).
@@ -74,7 +62,7 @@ def test_a_renewal_over_a_slow_link_keeps_the_lease(
 
 
 def test_a_renewal_does_not_wait_behind_the_stores_other_calls(
-    pg_store: mt.PostgresTaskStore, pg_url: str, slow: SlowLink
+    pg_store: mt.PostgresTaskStore, pg_url: str, pg_slow_link: SlowLink
 ) -> None:
     """Many calls in flight on the slow link hold every pooled connection for seconds (three
     round trips a transaction): a renewal that queued for one waited past its bound, and the
@@ -83,7 +71,7 @@ def test_a_renewal_does_not_wait_behind_the_stores_other_calls(
     """
     holder = new_holder()
     assert pg_store.acquire("task-1", holder, TTL)
-    store = Noted(slow.url_of(pg_url), pool_size=2)
+    store = Noted(pg_slow_link.url_of(pg_url), pool_size=2)
     renewer = Renewer()
     stop, busy = threading.Event(), threading.Semaphore(0)
     flooders = [threading.Thread(target=_flood, args=(store, stop, busy), name="flood") for _ in range(6)]
@@ -91,7 +79,7 @@ def test_a_renewal_does_not_wait_behind_the_stores_other_calls(
         assert store.renew("task-1", holder, TTL)  # connections opened while the link is fast
         store.outcomes.clear()
         store.came.clear()
-        slow.delay = 1.0
+        pg_slow_link.delay = 1.0
         for thread in flooders:
             thread.start()
         for _ in flooders:

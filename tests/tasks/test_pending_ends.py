@@ -11,28 +11,15 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 import mcp_tasks as mt
 from tests.conftest import mcp_threads
 from tests.pg import running_cluster
-from tests.processes import GatedReference
+from tests.processes import GatedJobs as Jobs
 
 COUNT = 3
-
-
-class Jobs(GatedReference):
-    """The reference server over HTTP with ``job``: a task that ends when the gate opens."""
-
-    def __init__(self) -> None:
-        super().__init__()
-
-        @self.server.tool(task="required")
-        def job(ctx: Any, n: int) -> dict[str, Any]:
-            self.held(ctx)
-            return {"n": n}
 
 
 @pytest.fixture

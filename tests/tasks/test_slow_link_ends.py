@@ -14,44 +14,23 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 
 import mcp_tasks as mt
 from mcp_tasks._store import new_holder
 from tests.foreign.slow_link import SlowLink
-from tests.processes import GatedReference
+from tests.processes import GatedJobs as Jobs
 
 LATE = 1.0  # seconds each answer of the database comes late: the bench's slow link
 SHORT_TTL = 3.0
 RENEWALS = 5  # renewals of a kept end's lease, a third of a ttl apart: more than a ttl in all
 
 
-class Jobs(GatedReference):
-    """The reference server over HTTP with ``job``: a task that ends when the gate opens."""
-
-    def __init__(self) -> None:
-        super().__init__()
-
-        @self.server.tool(task="required")
-        def job(ctx: Any, n: int) -> dict[str, Any]:
-            self.held(ctx)
-            return {"n": n}
-
-
 @pytest.fixture
 def jobs() -> Iterator[Jobs]:
     with Jobs() as served:
         yield served
-
-
-@pytest.fixture
-def slow(pg_url: str) -> Iterator[SlowLink]:
-    where = urlsplit(pg_url)
-    assert where.port is not None
-    with SlowLink(("127.0.0.1", where.port), 0.0) as link:
-        yield link
 
 
 def _finished(store: mt.TaskStore, task_id: str) -> bool:
@@ -74,16 +53,16 @@ def _claimed_before_recorded(elsewhere: mt.TaskStore, task_id: str, ttl: float, 
 
 @pytest.mark.timeout(120)
 def test_an_end_over_a_link_a_second_slow_is_recorded_before_its_lease_lapses(
-    jobs: Jobs, pg_url: str, pg_store: mt.PostgresTaskStore, slow: SlowLink
+    jobs: Jobs, pg_url: str, pg_store: mt.PostgresTaskStore, pg_slow_link: SlowLink
 ) -> None:
-    store = mt.PostgresTaskStore(slow.url_of(pg_url))  # the default lease: 15 s, as the bench's
+    store = mt.PostgresTaskStore(pg_slow_link.url_of(pg_url))  # the default lease: 15 s, as the bench's
     try:
         with mt.Client.http(jobs.url, store=store) as client:
             seen = threading.Event()
             future = mt.submit(client, "job", {"n": 0}, on_status=lambda status: seen.set())
             task_id = future.task_id or ""
             assert seen.wait(60)  # its wait holds the lease (taken before its first read)
-            slow.delay = LATE  # from now on every answer of the database comes a second late
+            pg_slow_link.delay = LATE  # from now on every answer of the database comes a second late
             jobs.gate.set()
             assert future.result(timeout=60)["structuredContent"] == {"n": 0}
             # main: the end cut at 5 s, retried with 1 s each; the lease lapsed, and was claimed
@@ -162,17 +141,17 @@ def test_the_lease_of_an_end_kept_by_the_client_is_renewed_until_it_is_recorded(
 
 @pytest.mark.timeout(120)
 def test_a_call_over_a_link_a_second_slow_records_its_task_within_its_deadline(
-    jobs: Jobs, pg_url: str, pg_store: mt.PostgresTaskStore, slow: SlowLink
+    jobs: Jobs, pg_url: str, pg_store: mt.PostgresTaskStore, pg_slow_link: SlowLink
 ) -> None:
     """The call's intent (four round trips) and its task's record with the starter's lease (six)
     took ten seconds on such a link: a call of 5 s could not record its task (the bench's slow
     worker: calls failed, or ended with their id never recorded). Now three round trips.
     """
-    store = mt.PostgresTaskStore(slow.url_of(pg_url))
+    store = mt.PostgresTaskStore(pg_slow_link.url_of(pg_url))
     try:
         with mt.Client.http(jobs.url, store=store) as client:
             assert store.unfinished() == []  # its pooled connection opened while the link is fast
-            slow.delay = LATE
+            pg_slow_link.delay = LATE
             future = mt.submit(client, "job", {"n": 0}, timeout=5.0)
             task_id = future.task_id or ""
             kept = pg_store.get(task_id)
