@@ -85,10 +85,13 @@ def run(
     shown: str | None,
     holder: str | None,
     described: bool = True,
+    *,
+    check_queue: str | None = None,
 ) -> dict[str, Any]:
     """One run for `call`; `shown` is None for the first (the message `delay` sent), else the
     state the result shows; `holder` is the chain's token (`_chain`), None in the first message;
-    `described` False when the chain's record could not be written yet (this run writes it).
+    `described` False when the chain's record could not be written yet (this run writes it);
+    `check_queue` the queue of the checks (None: the one this run's message came from).
     Returns the CallToolResult, raises `TaskError`, or `Ignore` after sending the next check (or
     when another chain of checks follows the call).
     """
@@ -108,7 +111,7 @@ def run(
             return checked(called, call.raise_on_error, None, call.tool)
         task_id = called.task_id
         if chain is None or not described:  # the task's id is recorded: a sweeper may restart its chain
-            described = _describe(task, call, task_id)
+            described = _describe(task, call, task_id, check_queue)
         if chain is None:
             chain = Chain(store, celery_id, None, quiet_after(check_every))
             if not chain.begin():
@@ -134,7 +137,7 @@ def run(
     assert isinstance(step, Check)
     if not chain.keep(step.countdown, late_by(task.request.eta, time.time())):  # another chain took over
         raise Ignore()
-    _send_next(task, call, step, status, shown, chain.holder, described)
+    _send_next(task, call, step, status, shown, chain.holder, described, check_queue)
     raise Ignore()
 
 
@@ -179,7 +182,14 @@ def _revoked(task: Task, chain: Chain | None, task_id: str) -> NoReturn:
 
 
 def _send_next(
-    task: Task, call: Call, step: Check, status: Status, shown: str | None, holder: str | None, described: bool
+    task: Task,
+    call: Call,
+    step: Check,
+    status: Status,
+    shown: str | None,
+    holder: str | None,
+    described: bool,
+    check_queue: str | None,
 ) -> None:
     """Show the state when it changed, and send the next check. When the result backend or the
     broker fails here, send nothing: the error would become the result (a FAILURE) and the real
@@ -198,7 +208,7 @@ def _send_next(
             kwargs={**call.keywords(now_shown), "_holder": holder, **({} if described else {"_described": False})},
             task_id=celery_id,
             countdown=step.countdown,
-            queue=_queue(task),
+            queue=_queue(task, check_queue),
         )
     except Exception as exc:  # any backend's or broker's error (kombu's, redis', amqp's)
         log.warning(
@@ -208,18 +218,20 @@ def _send_next(
         )
 
 
-def _queue(task: Task) -> str | None:
-    """The queue the run's message came from: its checks stay on the call's queue."""
+def _queue(task: Task, check_queue: str | None) -> str | None:
+    """Where the checks go: `check_queue`, or else the queue the run's message came from."""
+    if check_queue is not None:
+        return check_queue
     queue: str | None = (task.request.delivery_info or {}).get("routing_key")
     return queue
 
 
-def _describe(task: Task, call: Call, task_id: str) -> bool:
+def _describe(task: Task, call: Call, task_id: str, check_queue: str | None) -> bool:
     """Write the chain's record, from which a sweeper sends a check when the chain goes quiet;
     False when the backend failed (the next check writes it).
     """
     message = {"args": [call.endpoint, call.tool, call.arguments], "kwargs": call.keywords("")}
-    return write_record(task.backend, task_id, {"id": task.request.id, "queue": _queue(task), **message})
+    return write_record(task.backend, task_id, {"id": task.request.id, "queue": _queue(task, check_queue), **message})
 
 
 def _end(task: Task, chain: Chain | None, task_id: str | None) -> None:
