@@ -123,22 +123,22 @@ def test_checks_go_to_the_check_queue_and_a_worker_consuming_it_finishes_the_cal
     starting = Worker("starting", env, queue="calls-q")  # takes the calls only, never a check
     checking: Worker | None = None
     try:
-        result = mcp.call.apply_async((fleet.served.url, "work", {"n": 40, "seconds": 0.1}), queue="calls-q")
+        result = mcp.call.apply_async((fleet.served.url, "work", {"n": 50, "seconds": 0.1}), queue="calls-q")
         with redis.Redis.from_url(f"{fleet.redis.url}/0") as broker:
             # a check queued in checks-q, or (on the call's queue) the call finished by `starting`
             eventually(lambda: broker.llen("checks-q") or result.ready(), timeout=100, message="a check")
             waiting = broker.lrange("checks-q", 0, -1)
             assert [json.loads(raw)["headers"]["id"] for raw in waiting] == [result.id]
             assert broker.llen("calls-q") == 0
-        assert fleet.served.calls[("work", 40)] == 1
+        assert fleet.served.calls[("work", 50)] == 1
         assert result.state == "STARTED"  # nobody takes the check yet
         checking = Worker("checking", env, queue="checks-q")
-        assert result.get(timeout=120)["structuredContent"] == {"n": 40}
+        assert result.get(timeout=120)["structuredContent"] == {"n": 50}
     finally:
         starting.close()
         if checking is not None:
             checking.close()
-    assert fleet.served.calls[("work", 40)] == 1
+    assert fleet.served.calls[("work", 50)] == 1
 
 
 def test_a_check_queue_that_is_no_name_is_a_value_error() -> None:
