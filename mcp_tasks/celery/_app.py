@@ -26,6 +26,7 @@ from mcp_tasks._store import StoreError
 from mcp_tasks._tasks import cancel_task
 from mcp_tasks.celery._chain import quiet_after
 from mcp_tasks.celery._clients import AuthOption, Clients, HeadersOption, StoreOption, per_endpoint
+from mcp_tasks.celery._durations import Durations
 from mcp_tasks.celery._error import TaskError
 from mcp_tasks.celery._inputs import answers_key
 from mcp_tasks.celery._run import CANCEL_TIMEOUT, Call, run
@@ -88,7 +89,7 @@ class McpTasks:
         signals.worker_shutdown.connect(self._stop, weak=False)
 
     def _register(self, app: Celery) -> Task:
-        clients, every, checks = self._clients, self._check_every, self.check_queue
+        clients, every, checks, durations = self._clients, self._check_every, self.check_queue, Durations()
 
         def call(
             task: Task,
@@ -108,7 +109,9 @@ class McpTasks:
                 given = Call(endpoint, tool, arguments, timeout, cancel_on_timeout, raise_on_error, key)
             except (TypeError, ValueError) as exc:
                 raise TaskError(-32602, str(exc)) from None
-            return run(task, clients, every, given, _shown, _holder, _described, check_queue=checks)
+            return run(
+                task, clients, every, given, _shown, _holder, _described, check_queue=checks, durations=durations
+            )
 
         registered: Task = app.task(
             call,

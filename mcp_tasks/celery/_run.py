@@ -25,6 +25,7 @@ from mcp_tasks._tasks import call_tool, cancel_task, get_task, outcome, wait_tas
 from mcp_tasks._tasks._wait import checked
 from mcp_tasks.celery._chain import Chain, forget_record, late_by, quiet_after, write_record
 from mcp_tasks.celery._clients import Clients
+from mcp_tasks.celery._durations import Durations
 from mcp_tasks.celery._error import failure_of
 from mcp_tasks.celery._inputs import answers_key, input_meta, real_keys
 from mcp_tasks.celery._step import Check, Finish, Revoked, TimedOut, decide
@@ -87,11 +88,13 @@ def run(
     described: bool = True,
     *,
     check_queue: str | None = None,
+    durations: Durations | None = None,
 ) -> dict[str, Any]:
     """One run for `call`; `shown` is None for the first (the message `delay` sent), else the
     state the result shows; `holder` is the chain's token (`_chain`), None in the first message;
     `described` False when the chain's record could not be written yet (this run writes it);
-    `check_queue` the queue of the checks (None: the one this run's message came from).
+    `check_queue` the queue of the checks (None: the one this run's message came from);
+    `durations` the process's memory of how long the tool's tasks ran (`_durations`).
     Returns the CallToolResult, raises `TaskError`, or `Ignore` after sending the next check (or
     when another chain of checks follows the call).
     """
@@ -121,8 +124,11 @@ def run(
             status = _checked(task, client, clients, store, status)
         began = _began(store, task_id)  # None: the timeout is checked (and the age counted) later
         deadline = began + call.timeout if call.timeout is not None and began is not None else None
-        step = decide(status, time.time(), deadline, check_every, began)
+        expected = durations.expected(call.endpoint, call.tool) if durations is not None else None
+        step = decide(status, time.time(), deadline, check_every, began, expected)
         if isinstance(step, Finish):
+            if durations is not None:
+                durations.note(call.endpoint, call.tool, status)
             _end(task, chain, task_id)
             return checked(outcome(status), call.raise_on_error, status, call.tool)
         if isinstance(step, TimedOut):
