@@ -21,7 +21,12 @@ app.conf.update(
     broker_connection_retry_on_startup=True,
     worker_prefetch_multiplier=1,
 )
-mcp = McpTasks(app, store=os.environ.get("MCP_CELERY_STORE", ":memory:"))
+# MCP_CELERY_CHECKS: the checks' queue of their own (the workers consume it too); empty: the call's.
+mcp = McpTasks(
+    app,
+    store=os.environ.get("MCP_CELERY_STORE", ":memory:"),
+    check_queue=os.environ.get("MCP_CELERY_CHECKS") or None,
+)
 
 
 @app.task(name="bench.naive", acks_late=True)

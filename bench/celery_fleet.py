@@ -1,7 +1,10 @@
 """MCP calls as Celery tasks (issue 35), with real parts: a redis-server, 2 prefork workers of
 concurrency 2, the reference server over HTTP in this process. Not a test: it prints a table.
 
-    python bench/celery_fleet.py [--tasks 1000] [--seconds 10] [--naive 20] [--json PATH]
+    python bench/celery_fleet.py [--tasks 1000] [--seconds 10] [--naive 20] [--same-queue] [--json PATH]
+
+The checks go to a queue of their own (``check_queue="mcp-checks"``, the workers run with
+``-Q celery,mcp-checks``), as the guide recommends; ``--same-queue`` sends them to the call's.
 
 Rows:
 
@@ -138,9 +141,12 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=1000)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--naive", type=int, default=20)
+    parser.add_argument("--same-queue", action="store_true", help="checks on the call's queue (no check_queue)")
     parser.add_argument("--json", metavar="PATH", default=None, help="also write the results as JSON to PATH")
     options = parser.parse_args()
+    checks = "" if options.same_queue else "mcp-checks"
     sizes = {"workers": 2, "concurrency": 2, "tasks": options.tasks, "seconds": options.seconds, "naive": options.naive}
+    sizes["check_queue"] = checks or None
     out = Results("celery_fleet", options.json, sizes)
     where = Path(tempfile.mkdtemp())
     server = Redis(where)
@@ -149,11 +155,13 @@ def main() -> None:
         "MCP_CELERY_REDIS": server.url,
         "MCP_CELERY_STORE": str(where / "tasks.sqlite3"),
         "PYTHONPATH": str(ROOT),
+        "MCP_CELERY_CHECKS": checks,
     }
     os.environ.update(env)
     from bench._celery_app import mcp, naive
 
-    workers = [Worker(name, env, app="bench._celery_app") for name in ("a", "b")]
+    queues = ",".join(filter(None, ("celery", checks)))
+    workers = [Worker(name, env, queue=queues, app="bench._celery_app") for name in ("a", "b")]
     rows = []
     try:
         rows.append(run("mcp_tasks.celery", served, server.url, mcp.call, options.tasks, options.seconds))
@@ -162,7 +170,7 @@ def main() -> None:
 
         def kill() -> None:
             workers.pop(0).kill()
-            workers.append(Worker("c", env, app="bench._celery_app"))
+            workers.append(Worker("c", env, queue=queues, app="bench._celery_app"))
 
         rows.append(run("killed", served, server.url, mcp.call, options.tasks, options.seconds, kill))
     finally:

@@ -282,6 +282,11 @@ def _celery(data: dict[str, Any]) -> list[str]:
         "(`pollInterval` 1 s). `late`: from the last MCP task ending to the last result ready; broker",
         "messages and `tasks/get` per call; tools called twice; results missing. `killed`: a worker",
         "SIGKILLed once half the calls have started (a third starts).",
+        *(
+            [f"The checks go to a queue of their own (`check_queue={checks!r}`)."]
+            if (checks := data.get("sizes", {}).get("check_queue"))
+            else []
+        ),
         "",
         *table(heads, ([r["row"], *(r.get(k) for k in keys)] for r in data.get("rows", []))),
     ]

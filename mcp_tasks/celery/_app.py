@@ -26,6 +26,7 @@ from mcp_tasks._store import StoreError
 from mcp_tasks._tasks import cancel_task
 from mcp_tasks.celery._chain import quiet_after
 from mcp_tasks.celery._clients import AuthOption, Clients, HeadersOption, StoreOption, per_endpoint
+from mcp_tasks.celery._durations import Durations
 from mcp_tasks.celery._error import TaskError
 from mcp_tasks.celery._inputs import answers_key
 from mcp_tasks.celery._run import CANCEL_TIMEOUT, Call, run
@@ -53,6 +54,10 @@ class McpTasks:
     ``INPUT_REQUIRED`` and `answer` answers. `auth` and `headers`: a mapping from endpoint to
     value, or a function of the endpoint. `check_every`: the shortest pause between two checks
     (longer when the server asks for it, and as the task grows old, up to twice this).
+    `check_queue`: the queue the checks are sent to (None: the queue the call came from). A
+    queue of their own, which every worker also consumes (``-Q celery,<check_queue>``), lets a
+    worker fetch each check at once and hold it until due, instead of finding it behind every
+    start still waiting in the call's queue.
     """
 
     def __init__(
@@ -64,14 +69,18 @@ class McpTasks:
         auth: AuthOption = None,
         headers: HeadersOption = None,
         check_every: float = CHECK_EVERY,
+        check_queue: str | None = None,
     ) -> None:
         if input_handlers is not None and not isinstance(input_handlers, InputHandlers):
             raise TypeError(f"input_handlers must be an InputHandlers or None, got {type(input_handlers).__name__}")
         if isinstance(check_every, bool) or not isinstance(check_every, (int, float)) or not 0 < check_every < 3600:
             raise ValueError(f"check_every must be a number of seconds between 0 and 3600, got {check_every!r}")
+        if check_queue is not None and (not isinstance(check_queue, str) or not check_queue.strip()):
+            raise ValueError(f"check_queue must be a queue's name or None, got {check_queue!r}")
         self.app = app
         self._clients = Clients(store, input_handlers, per_endpoint("auth", auth), per_endpoint("headers", headers))
         self._check_every = float(check_every)
+        self.check_queue = check_queue
         self.call: Task = self._register(app)
         self._sweeper = Sweeper(app, self.call, self._clients, quiet_after(self._check_every))
         signals.task_revoked.connect(self.on_revoked, weak=False)
@@ -80,7 +89,7 @@ class McpTasks:
         signals.worker_shutdown.connect(self._stop, weak=False)
 
     def _register(self, app: Celery) -> Task:
-        clients, every = self._clients, self._check_every
+        clients, every, checks, durations = self._clients, self._check_every, self.check_queue, Durations()
 
         def call(
             task: Task,
@@ -100,7 +109,9 @@ class McpTasks:
                 given = Call(endpoint, tool, arguments, timeout, cancel_on_timeout, raise_on_error, key)
             except (TypeError, ValueError) as exc:
                 raise TaskError(-32602, str(exc)) from None
-            return run(task, clients, every, given, _shown, _holder, _described)
+            return run(
+                task, clients, every, given, _shown, _holder, _described, check_queue=checks, durations=durations
+            )
 
         registered: Task = app.task(
             call,

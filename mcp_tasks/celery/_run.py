@@ -25,6 +25,7 @@ from mcp_tasks._tasks import call_tool, cancel_task, get_task, outcome, wait_tas
 from mcp_tasks._tasks._wait import checked
 from mcp_tasks.celery._chain import Chain, forget_record, late_by, quiet_after, write_record
 from mcp_tasks.celery._clients import Clients
+from mcp_tasks.celery._durations import Durations
 from mcp_tasks.celery._error import failure_of
 from mcp_tasks.celery._inputs import answers_key, input_meta, real_keys
 from mcp_tasks.celery._step import Check, Finish, Revoked, TimedOut, decide
@@ -85,10 +86,15 @@ def run(
     shown: str | None,
     holder: str | None,
     described: bool = True,
+    *,
+    check_queue: str | None = None,
+    durations: Durations | None = None,
 ) -> dict[str, Any]:
     """One run for `call`; `shown` is None for the first (the message `delay` sent), else the
     state the result shows; `holder` is the chain's token (`_chain`), None in the first message;
-    `described` False when the chain's record could not be written yet (this run writes it).
+    `described` False when the chain's record could not be written yet (this run writes it);
+    `check_queue` the queue of the checks (None: the one this run's message came from);
+    `durations` the process's memory of how long the tool's tasks ran (`_durations`).
     Returns the CallToolResult, raises `TaskError`, or `Ignore` after sending the next check (or
     when another chain of checks follows the call).
     """
@@ -108,7 +114,7 @@ def run(
             return checked(called, call.raise_on_error, None, call.tool)
         task_id = called.task_id
         if chain is None or not described:  # the task's id is recorded: a sweeper may restart its chain
-            described = _describe(task, call, task_id)
+            described = _describe(task, call, task_id, check_queue)
         if chain is None:
             chain = Chain(store, celery_id, None, quiet_after(check_every))
             if not chain.begin():
@@ -118,8 +124,11 @@ def run(
             status = _checked(task, client, clients, store, status)
         began = _began(store, task_id)  # None: the timeout is checked (and the age counted) later
         deadline = began + call.timeout if call.timeout is not None and began is not None else None
-        step = decide(status, time.time(), deadline, check_every, began)
+        expected = durations.expected(call.endpoint, call.tool) if durations is not None else None
+        step = decide(status, time.time(), deadline, check_every, began, expected)
         if isinstance(step, Finish):
+            if durations is not None:
+                durations.note(call.endpoint, call.tool, status)
             _end(task, chain, task_id)
             return checked(outcome(status), call.raise_on_error, status, call.tool)
         if isinstance(step, TimedOut):
@@ -134,7 +143,7 @@ def run(
     assert isinstance(step, Check)
     if not chain.keep(step.countdown, late_by(task.request.eta, time.time())):  # another chain took over
         raise Ignore()
-    _send_next(task, call, step, status, shown, chain.holder, described)
+    _send_next(task, call, step, status, shown, chain.holder, described, check_queue)
     raise Ignore()
 
 
@@ -179,7 +188,14 @@ def _revoked(task: Task, chain: Chain | None, task_id: str) -> NoReturn:
 
 
 def _send_next(
-    task: Task, call: Call, step: Check, status: Status, shown: str | None, holder: str | None, described: bool
+    task: Task,
+    call: Call,
+    step: Check,
+    status: Status,
+    shown: str | None,
+    holder: str | None,
+    described: bool,
+    check_queue: str | None,
 ) -> None:
     """Show the state when it changed, and send the next check. When the result backend or the
     broker fails here, send nothing: the error would become the result (a FAILURE) and the real
@@ -198,7 +214,7 @@ def _send_next(
             kwargs={**call.keywords(now_shown), "_holder": holder, **({} if described else {"_described": False})},
             task_id=celery_id,
             countdown=step.countdown,
-            queue=_queue(task),
+            queue=_queue(task, check_queue),
         )
     except Exception as exc:  # any backend's or broker's error (kombu's, redis', amqp's)
         log.warning(
@@ -208,18 +224,20 @@ def _send_next(
         )
 
 
-def _queue(task: Task) -> str | None:
-    """The queue the run's message came from: its checks stay on the call's queue."""
+def _queue(task: Task, check_queue: str | None) -> str | None:
+    """Where the checks go: `check_queue`, or else the queue the run's message came from."""
+    if check_queue is not None:
+        return check_queue
     queue: str | None = (task.request.delivery_info or {}).get("routing_key")
     return queue
 
 
-def _describe(task: Task, call: Call, task_id: str) -> bool:
+def _describe(task: Task, call: Call, task_id: str, check_queue: str | None) -> bool:
     """Write the chain's record, from which a sweeper sends a check when the chain goes quiet;
     False when the backend failed (the next check writes it).
     """
     message = {"args": [call.endpoint, call.tool, call.arguments], "kwargs": call.keywords("")}
-    return write_record(task.backend, task_id, {"id": task.request.id, "queue": _queue(task), **message})
+    return write_record(task.backend, task_id, {"id": task.request.id, "queue": _queue(task, check_queue), **message})
 
 
 def _end(task: Task, chain: Chain | None, task_id: str | None) -> None:

@@ -64,20 +64,32 @@ class Check:
 Step = Finish | Revoked | TimedOut | Check
 
 
-def pause(age: float, poll_interval: float | None, check_every: float) -> float:
+def pause(age: float, poll_interval: float | None, check_every: float, expected: float | None = None) -> float:
     """Seconds before the next check of a task `age` seconds old whose server asks for
-    `poll_interval` (None: it says nothing), as the module's docstring explains.
+    `poll_interval` (None: it says nothing), as the module's docstring explains; never sooner
+    than the age `expected` for its end (`_durations`: None, not known).
     """
     floor = max(check_every, poll_interval or 0.0)
-    return max(floor, min(AGE_SHARE * max(age, 0.0), LONGEST * check_every))
+    wait = max(floor, min(AGE_SHARE * max(age, 0.0), LONGEST * check_every))
+    if expected is not None and age + wait < expected:
+        wait = expected - age
+    return wait
 
 
-def decide(status: Status, now: float, deadline: float | None, check_every: float, began: float | None = None) -> Step:
+def decide(
+    status: Status,
+    now: float,
+    deadline: float | None,
+    check_every: float,
+    began: float | None = None,
+    expected: float | None = None,
+) -> Step:
     """The next step for `status`, read at `now` (epoch seconds). `deadline` (epoch) ends the follow
     when the call has a ``timeout``; `check_every` is the shortest pause between checks, lengthened
     by the server's ``pollInterval`` and by the task's age since `began` (epoch; None: unknown, as
-    new) as `pause` says; the last check lands on the deadline. A task still waiting for input
-    after the check shows ``INPUT_REQUIRED``: nobody here answered it.
+    new) and, for a working task, by the age `expected` for its end, as `pause` says; the last
+    check lands on the deadline. A task still waiting for input after the check shows
+    ``INPUT_REQUIRED``: nobody here answered it (its next check is not put off).
     """
     if status.status in (TaskState.COMPLETED, TaskState.FAILED):
         return Finish()
@@ -85,7 +97,9 @@ def decide(status: Status, now: float, deadline: float | None, check_every: floa
         return Revoked()
     if deadline is not None and now >= deadline:
         return TimedOut()
-    wait = pause(now - began if began is not None else 0.0, status.poll_interval, check_every)
+    if status.status is not TaskState.WORKING:
+        expected = None  # input waits for its answer, not for the tool's usual end
+    wait = pause(now - began if began is not None else 0.0, status.poll_interval, check_every, expected)
     if deadline is not None:
         wait = min(wait, max(MIN_CHECK, deadline - now))
     return Check(wait, "INPUT_REQUIRED" if status.status is TaskState.INPUT_REQUIRED else "STARTED")

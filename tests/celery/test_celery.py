@@ -117,6 +117,35 @@ def test_an_endpoints_auth_and_headers_reach_it_and_its_client_is_closed_at_shut
         assert all(d.get("x-team") == "shop" for d in peer.deletes)
 
 
+def test_checks_go_to_the_check_queue_and_a_worker_consuming_it_finishes_the_call(fleet: Fleet) -> None:
+    mcp = app_of(fleet).mcp
+    env = {**fleet.env, "MCP_CELERY_CHECKS": "checks-q"}
+    starting = Worker("starting", env, queue="calls-q")  # takes the calls only, never a check
+    checking: Worker | None = None
+    try:
+        result = mcp.call.apply_async((fleet.served.url, "work", {"n": 50, "seconds": 0.1}), queue="calls-q")
+        with redis.Redis.from_url(f"{fleet.redis.url}/0") as broker:
+            # a check queued in checks-q, or (on the call's queue) the call finished by `starting`
+            eventually(lambda: broker.llen("checks-q") or result.ready(), timeout=100, message="a check")
+            waiting = broker.lrange("checks-q", 0, -1)
+            assert [json.loads(raw)["headers"]["id"] for raw in waiting] == [result.id]
+            assert broker.llen("calls-q") == 0
+        assert fleet.served.calls[("work", 50)] == 1
+        assert result.state == "STARTED"  # nobody takes the check yet
+        checking = Worker("checking", env, queue="checks-q")
+        assert result.get(timeout=120)["structuredContent"] == {"n": 50}
+    finally:
+        starting.close()
+        if checking is not None:
+            checking.close()
+    assert fleet.served.calls[("work", 50)] == 1
+
+
+def test_a_check_queue_that_is_no_name_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match="check_queue"):
+        McpTasks(Celery("bad", broker="memory://"), store=":memory:", check_queue="  ")
+
+
 def test_a_task_the_server_forgets_is_a_failure_that_says_so(fleet: Fleet) -> None:
     mcp = app_of(fleet).mcp
     server = Server(poll_interval=0.02, task_ttl=1.0)  # a task it forgets one second after it began

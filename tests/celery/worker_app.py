@@ -104,5 +104,6 @@ mcp = McpTasks(
     store=os.environ.get("MCP_CELERY_STORE", ":memory:"),
     input_handlers=handlers,
     check_every=0.3,
+    check_queue=os.environ.get("MCP_CELERY_CHECKS") or None,  # the checks' queue of their own
     **options,
 )
