@@ -274,14 +274,16 @@ def _fleet_faults(data: dict[str, Any]) -> list[str]:
 
 
 def _celery(data: dict[str, Any]) -> list[str]:
-    heads = ["run", "calls", "wall s", "late s", "msgs/call", "tasks/get per call", "twice", "missing"]
-    keys = ("tasks", "wall", "late", "messages", "gets", "twice", "missing")
+    heads = ["run", "calls", "wall s", "late s", "msgs/call", "tasks/get per call", "twice", "unknown", "missing"]
+    keys = ("tasks", "wall", "late", "messages", "gets", "twice", "unknown", "missing")
     lines = [
         "MCP tool calls as Celery tasks (`mcp_tasks.celery`, 2 prefork workers of concurrency 2, Redis)",
         "against the naive task that waits in its worker (`call_and_await`), on the reference server",
         "(`pollInterval` 1 s). `late`: from the last MCP task ending to the last result ready; broker",
-        "messages and `tasks/get` per call; tools called twice; results missing. `killed`: a worker",
-        "SIGKILLed once half the calls have started (a third starts).",
+        "messages and `tasks/get` per call; tools called twice; `unknown`: calls whose worker died",
+        "between sending the call and recording its task id, a FAILURE that says the outcome is unknown",
+        "(the window the guide states); results missing. `killed`: a worker SIGKILLed once half the",
+        "calls have started (a third starts).",
         *(
             [f"The checks go to a queue of their own (`check_queue={checks!r}`)."]
             if (checks := data.get("sizes", {}).get("check_queue"))
