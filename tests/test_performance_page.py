@@ -90,7 +90,10 @@ def test_a_fleet_under_faults_shows_each_measure_against_its_goal(tmp_path: Path
 def test_a_celery_fleet_shows_each_run_and_the_ratio_against_the_naive_task(tmp_path: Path) -> None:
     generator = _generator()
     row = {"tasks": 20, "wall": 12.5, "started": 1.0, "late": 0.4, "read": 0.5, "messages": 2.0, "gets": 1.0}
-    rows = [{"row": "naive", **row, "wall": 80.0}, {"row": "mcp_tasks.celery", **row, "twice": 0, "unknown": 1, "missing": 0}]
+    rows = [
+        {"row": "naive", **row, "wall": 80.0},
+        {"row": "mcp_tasks.celery", **row, "twice": 0, "unknown": 1, "missing": 0},
+    ]
     data = {"bench": "celery_fleet", "sizes": {"naive": 20}, "rows": rows, "naive_ratio": 6.4}
     (tmp_path / "celery_fleet.json").write_text(json.dumps(data))
     page = generator.render(tmp_path)
