@@ -154,7 +154,10 @@ def _called(client: Client, call: Call, celery_id: str, *, first: bool) -> Statu
     FAILURE while its task runs on).
     """
     try:
-        return call_tool(client, call.tool, call.arguments, key=call.key or celery_id, timeout=START_TIMEOUT)
+        key = call.key or celery_id
+        # follow=False: the checks follow the task; a listen the worker's client kept open for it
+        # would only cost a stream and a thread in every worker process.
+        return call_tool(client, call.tool, call.arguments, key=key, timeout=START_TIMEOUT, follow=False)
     except (TransportError, StoreError) as exc:
         if first:
             raise

@@ -99,6 +99,7 @@ class Served:
         self.cancelled: set[int] = set()
         self.updates: Counter[str] = Counter()
         self.gets = 0
+        self.listens = 0
         self.task_ids: set[str] = set()
         self.server.on_request = self._noted
         self._tools()
@@ -110,6 +111,8 @@ class Served:
             if method == "tasks/get":
                 self.gets += 1
                 self.task_ids.add(params["taskId"])
+            if method == "subscriptions/listen":
+                self.listens += 1
             self.lock.notify_all()
 
     def _count(self, tool: str, n: int) -> None:

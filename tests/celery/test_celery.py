@@ -40,10 +40,13 @@ pytestmark = pytest.mark.xdist_group("celery")
 
 def test_a_result_arrives_and_its_tool_is_called_once(fleet: Fleet) -> None:
     mcp = app_of(fleet).mcp
+    listens = fleet.served.listens
     result = mcp.call.delay(fleet.served.url, "work", {"n": 1, "seconds": 1.0})
     assert result.get(timeout=120)["structuredContent"] == {"n": 1}
     assert result.state == "SUCCESS"
     assert fleet.served.calls[("work", 1)] == 1
+    # Checks follow the task: no worker's client opened a listen stream for it meanwhile.
+    assert fleet.served.listens == listens
 
 
 def test_a_failing_tool_is_a_task_error_with_its_fields(fleet: Fleet) -> None:
