@@ -103,6 +103,20 @@ def test_ids_no_wait_takes_are_let_go(
         assert first.task_id in {e["params"].get("taskId") for e in reads}  # (what was heard is forgotten)
 
 
+def listen_times(server: ListenTasksServer, monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """A list the times the server is asked for each listen go in (one clock: this process)."""
+    heard: list[float] = []
+    record = server.journal.add
+
+    def add(event: dict[str, Any]) -> None:
+        if event.get("rpc") == "subscriptions/listen":
+            heard.append(time.monotonic())
+        record(event)
+
+    monkeypatch.setattr(server.journal, "add", add)
+    return heard
+
+
 def test_a_long_burst_of_creations_reopens_its_stream_less_and_less_often(
     listen_server: Callable[..., ListenTasksServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -114,15 +128,7 @@ def test_a_long_burst_of_creations_reopens_its_stream_less_and_less_often(
     monkeypatch.setattr(_gather, "MAX_PATIENCE", MAX_MERGE_GATHER)
     monkeypatch.setattr(_gather, "BURST_QUIET", float("inf"))  # (a stall of the loop is no end)
     server = listen_server(poll_ms=LONG_POLL_MS, complete_on_listen=10_000)
-    seen: list[float] = []  # when the server was asked for each listen (one clock: this process)
-    record = server.journal.add
-
-    def add(event: dict[str, Any]) -> None:
-        if event.get("rpc") == "subscriptions/listen":
-            seen.append(time.monotonic())
-        record(event)
-
-    monkeypatch.setattr(server.journal, "add", add)
+    seen = listen_times(server, monkeypatch)
     with mt.Client.http(server.url, timeout=10) as client:
         while len(seen) < 6:
             job(client)
@@ -148,15 +154,7 @@ def test_a_burst_of_tasks_that_live_on_opens_ever_fewer_streams(
     # creations, which would end the burst: what ends a burst is another test's, not this one's.
     monkeypatch.setattr(_gather, "BURST_QUIET", float("inf"))
     server = listen_server(poll_ms=LONG_POLL_MS, complete_on_listen=10_000)
-    heard: list[float] = []  # when the server was asked for each listen (one clock: this process)
-    record = server.journal.add
-
-    def add(event: dict[str, Any]) -> None:
-        if event.get("rpc") == "subscriptions/listen":
-            heard.append(time.monotonic())
-        record(event)
-
-    monkeypatch.setattr(server.journal, "add", add)
+    heard = listen_times(server, monkeypatch)
     with mt.Client.http(server.url, timeout=10) as client:
         job(client)
         made = time.monotonic()  # (the first task was kept before this)
