@@ -185,9 +185,12 @@ def test_results_arrive_when_the_broker_restarts_mid_follow(fleet: Fleet, tmp_pa
     workers = [Worker("restarted", {**fleet.env, "MCP_CELERY_REDIS": broker.url})]
     try:
         numbers = range(30, 34)
-        results = [mcp.call.delay(served.url, "work", {"n": n, "seconds": 3.0}) for n in numbers]
-        for result in results:
-            state_becomes(result, "STARTED")
+        # Ids, not AsyncResults: the sending app's result reader lets go of a result when its
+        # object goes, which must be now, while this test's broker answers (left to the collector
+        # it was done in a later test, retrying a broker gone for good).
+        ids = [mcp.call.delay(served.url, "work", {"n": n, "seconds": 3.0}).id for n in numbers]
+        for task_id in ids:
+            state_becomes(app.AsyncResult(task_id), "STARTED")
         broker.restart()
         # Celery's worker sometimes dies of the restart ("Unrecoverable error: AttributeError:
         # 'NoneType' object has no attribute 'hostname'", restoring its unacknowledged messages
@@ -195,8 +198,8 @@ def test_results_arrive_when_the_broker_restarts_mid_follow(fleet: Fleet, tmp_pa
         workers.append(Worker("restarted-again", {**fleet.env, "MCP_CELERY_REDIS": broker.url}))
         # Read from the backend's keys (Celery's result reader does not survive the restart).
         with redis.Redis.from_url(f"{broker.url}/1") as backend:
-            for n, result in zip(numbers, results, strict=True):
-                while (kept := backend.get(f"celery-task-meta-{result.id}")) is None or json.loads(kept)[
+            for n, task_id in zip(numbers, ids, strict=True):
+                while (kept := backend.get(f"celery-task-meta-{task_id}")) is None or json.loads(kept)[
                     "status"
                 ] not in states.READY_STATES:
                     threading.Event().wait(0.05)
