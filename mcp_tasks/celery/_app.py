@@ -17,7 +17,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from celery import Celery, Task, signals
-from celery.result import AsyncResult
 
 from mcp_tasks._errors import McpError
 from mcp_tasks._input import InputHandlers
@@ -125,10 +124,10 @@ class McpTasks:
         return registered
 
     def answer(self, result_id: str, responses: Mapping[str, Any]) -> None:
-        """Answer the input an ``INPUT_REQUIRED`` result shows, by its keys there, from any process:
-        the answers wait in the result backend for the worker that checks the task next, which
-        writes them to the store and sends them once. ValueError for a key the result does not
-        show.
+        """Answer the input an ``INPUT_REQUIRED`` result shows, by its keys there, from any process
+        (several may answer one result's requests at once): the answers wait in the result
+        backend for the worker that checks the task next, which writes them to the store and
+        sends them once. ValueError for a key the result does not show.
         """
         if not isinstance(responses, Mapping):
             raise TypeError(f"responses must be a dict, got {type(responses).__name__}")
@@ -137,15 +136,16 @@ class McpTasks:
             raise TypeError(
                 f"answer() needs a key-value result backend (Redis, Memcached…), not {type(backend).__name__}"
             )
-        result = AsyncResult(result_id, app=self.app)
-        info = result.info if result.state == "INPUT_REQUIRED" else None
+        # The state and the requests it shows, of one read: a check may move the state on
+        # between two reads, and the second would show no requests.
+        meta = backend.get_task_meta(result_id, cache=False)
+        info = meta.get("result") if meta.get("status") == "INPUT_REQUIRED" else None
         shown = info.get("inputRequests", {}) if isinstance(info, dict) else {}
         unknown = sorted(set(responses) - set(shown))
         if unknown:
             raise ValueError(f"the result does not show input under {', '.join(map(repr, unknown))}")
-        kept = backend.get(answers_key(result_id))
-        merged = {**(json.loads(kept) if kept else {}), **dict(responses)}
-        backend.set(answers_key(result_id), json.dumps(merged))
+        for key, response in responses.items():  # each under a key of its own (see _inputs)
+            backend.set(answers_key(result_id, key), json.dumps(response))
 
     def on_revoked(self, sender: Any = None, request: Any = None, **_: Any) -> None:
         """A worker discarded a revoked message of the call task (its main process): send

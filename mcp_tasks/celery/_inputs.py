@@ -1,22 +1,24 @@
 """Input nobody in the workers answers: the requests shown in the Celery result's meta under
 opaque keys (a legacy request key is ``<taskId>:<hex>``: a full task id must not reach the
 backend), and the answers `McpTasks.answer` leaves for the worker that checks the task next.
-The answers wait in the result backend (a key-value one: Redis, Memcached…) under the Celery id;
-the worker moves them into the task store's ledger of answers, from which the wait holding the
-task's lease sends them, once.
+
+The answers wait in the result backend (a key-value one: Redis, Memcached…), each under a key of
+its own (the Celery id and the opaque key): the check that moves them reads, and then drops, only
+the keys of the requests still asked, so an answer left meanwhile to another request, by another
+process, is never dropped with them. The worker moves them into the task store's ledger of
+answers, from which the wait holding the task's lease sends them, once.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
 from typing import Any
 
 from mcp_tasks._redact import redact_ids, short_id
 from mcp_tasks._status import Status
 
-__all__ = ["answers_key", "input_meta", "opaque_key", "real_keys"]
+__all__ = ["answers_key", "input_meta", "opaque_key", "pending_answers"]
 
 
 def opaque_key(celery_id: str, key: str) -> str:
@@ -36,12 +38,13 @@ def input_meta(celery_id: str, status: Status) -> dict[str, Any]:
     return {"inputRequests": requests, "task": short_id(status.task_id)}
 
 
-def real_keys(celery_id: str, status: Status, answers: Mapping[str, Any]) -> dict[str, Any]:
-    """`answers` by opaque key, keyed as the server asked (answers to no pending request dropped)."""
-    by_opaque = {opaque_key(celery_id, key): key for key in status.input_requests}
-    return {by_opaque[opaque]: value for opaque, value in answers.items() if opaque in by_opaque}
+def answers_key(celery_id: str, opaque: str) -> str:
+    """Where the answer to the request shown under `opaque` waits in the result backend."""
+    return f"mcp-tasks-answers-{celery_id}-{opaque}"
 
 
-def answers_key(celery_id: str) -> str:
-    """Where the answers to a Celery task's input wait in the result backend."""
-    return f"mcp-tasks-answers-{celery_id}"
+def pending_answers(celery_id: str, status: Status) -> dict[str, str]:
+    """The backend key an answer to each request `status` asks for waits under, mapped to the
+    request's own key (as the server asked it).
+    """
+    return {answers_key(celery_id, opaque_key(celery_id, key)): key for key in status.input_requests}

@@ -27,10 +27,10 @@ from mcp_tasks.celery._chain import Chain, forget_record, late_by, quiet_after, 
 from mcp_tasks.celery._clients import Clients
 from mcp_tasks.celery._durations import Durations
 from mcp_tasks.celery._error import failure_of
-from mcp_tasks.celery._inputs import answers_key, input_meta, real_keys
+from mcp_tasks.celery._inputs import input_meta, pending_answers
 from mcp_tasks.celery._step import Check, Finish, Revoked, TimedOut, decide
 
-__all__ = ["ANSWER_HOLD", "CANCEL_TIMEOUT", "Call", "run"]
+__all__ = ["ANSWER_HOLD", "CANCEL_TIMEOUT", "Call", "move_answers", "run"]
 
 log = logging.getLogger("mcp_tasks")
 
@@ -276,7 +276,7 @@ def _check(task: Task, client: Client, clients: Clients, store: TaskStore, kept:
     status = get_task(client, kept.task_id, timeout=START_TIMEOUT)
     if status.status is not TaskState.INPUT_REQUIRED:
         return status
-    moved = _move_answers(task, store, status)
+    moved = move_answers(task, store, status)
     if not (clients.answers_input or moved or store.unacknowledged(status.task_id)):
         return status
     strategy: Literal["handlers", "return"] = "handlers" if clients.answers_input else "return"
@@ -286,34 +286,40 @@ def _check(task: Task, client: Client, clients: Clients, store: TaskStore, kept:
         return exc.status if exc.status is not None else status
 
 
-def _move_answers(task: Task, store: TaskStore, status: Status) -> bool:
-    """Move the answers `McpTasks.answer` left in the result backend into the store's ledger. A
-    backend that fails now moves nothing: the answers wait there for the next check.
+def move_answers(task: Task, store: TaskStore, status: Status) -> bool:
+    """Move the answers `McpTasks.answer` left in the result backend for the requests `status`
+    asks into the store's ledger, then drop those keys (only those: an answer left meanwhile for
+    another request waits for its turn). A backend that fails now moves nothing: the answers
+    wait there for the next check.
     """
     backend = task.backend
     if not callable(getattr(backend, "get", None)):
         return False
     celery_id: str = task.request.id
+    answers: dict[str, Any] = {}
+    moved: list[str] = []
     try:
-        raw = backend.get(answers_key(celery_id))
+        for where, key in pending_answers(celery_id, status).items():
+            raw = backend.get(where)
+            if raw is None:
+                continue
+            moved.append(where)
+            try:
+                answers[key] = json.loads(raw)
+            except ValueError:  # not one of ours: nothing to send for it
+                continue
     except Exception as exc:  # any backend's error (kombu's, redis', …): the next check reads again
         log.warning(
             "task %s: could not read the answers left for it (reading again later): %s", short_id(status.task_id), exc
         )
         return False
-    if raw is None:
-        return False
-    try:
-        left = json.loads(raw)
-    except ValueError:
-        left = None
-    answers = real_keys(celery_id, status, left if isinstance(left, dict) else {})
     if answers:
         store.write_answers(status.task_id, answers)
-    try:
-        backend.delete(answers_key(celery_id))
-    except Exception as exc:  # moved again later: an answer the server took is no longer asked
-        log.warning("task %s: could not drop the answers it moved: %s", short_id(status.task_id), exc)
+    for where in moved:
+        try:
+            backend.delete(where)
+        except Exception as exc:  # moved again later: an answer the server took is no longer asked
+            log.warning("task %s: could not drop an answer it moved: %s", short_id(status.task_id), exc)
     return bool(answers)
 
 
