@@ -10,7 +10,7 @@ import json
 import logging
 import time
 from collections.abc import Mapping
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal
 
 import attrs
 from celery import Task
@@ -140,6 +140,7 @@ def run(
         raise failure_of(exc, task_id) from None
     if isinstance(step, Revoked):
         _revoked(task, chain, task_id)
+        step = Check(check_every, "STARTED")  # the backend did not take it: stored at the next check
     assert isinstance(step, Check)
     if not chain.keep(step.countdown, late_by(task.request.eta, time.time())):  # another chain took over
         raise Ignore()
@@ -177,15 +178,16 @@ def _began(store: TaskStore, task_id: str) -> float | None:
     return kept.created_at if kept is not None else None
 
 
-def _revoked(task: Task, chain: Chain | None, task_id: str) -> NoReturn:
-    """The task was cancelled on the server: the result is REVOKED, then the chain is over. A
-    backend that cannot take that now leaves the chain as it is: a sweeper checks it again.
+def _revoked(task: Task, chain: Chain | None, task_id: str) -> None:
+    """The task was cancelled on the server: the result is REVOKED, then the chain is over
+    (`Ignore`). A backend that cannot take that now returns: the chain goes on, and its next
+    check stores the revoke (the store holds the task as ended, so no sweeper would look at it).
     """
     try:
         task.backend.mark_as_revoked(task.request.id, "cancelled on the MCP server", request=task.request)
-    except Exception as exc:  # any backend's error (kombu's, redis', …): the chain lapses, not lost
-        log.warning("task %s: could not store its revoke (a sweeper checks it again): %s", short_id(task_id), exc)
-        raise Ignore() from None
+    except Exception as exc:  # any backend's error (kombu's, redis', …): tried again at the next check
+        log.warning("task %s: could not store its revoke (its next check stores it): %s", short_id(task_id), exc)
+        return
     _end(task, chain, task_id)
     raise Ignore()
 
@@ -200,26 +202,29 @@ def _send_next(
     described: bool,
     check_queue: str | None,
 ) -> None:
-    """Show the state when it changed, and send the next check. When the result backend or the
-    broker fails here, send nothing: the error would become the result (a FAILURE) and the real
-    one never arrive; the chain's lease lapses instead, and a sweeper starts the chain again.
+    """Show the state when it changed, and send the next check. A result backend that cannot
+    show the state now leaves it to the next check (which tries again); a broker that cannot take
+    the check sends nothing: its error would become the result (a FAILURE) and the real one never
+    arrive; the chain's lease lapses instead, and a sweeper starts the chain again.
     """
     celery_id: str = task.request.id
-    now_shown = _show(step.state, status)
-    try:
-        if now_shown != shown:
-            meta = (
-                input_meta(celery_id, status) if step.state == "INPUT_REQUIRED" else {"task": short_id(status.task_id)}
-            )
+    now_shown, carried = _show(step.state, status), shown or ""  # "": a check, nothing shown yet
+    if now_shown != shown:
+        meta = input_meta(celery_id, status) if step.state == "INPUT_REQUIRED" else {"task": short_id(status.task_id)}
+        try:
             task.update_state(state=step.state, meta=meta)
+            carried = now_shown
+        except Exception as exc:  # any backend's error (kombu's, redis', …): shown at the next check
+            log.warning("task %s: could not show its state (its next check does): %s", short_id(status.task_id), exc)
+    try:
         task.apply_async(
             args=(call.endpoint, call.tool, call.arguments),
-            kwargs={**call.keywords(now_shown), "_holder": holder, **({} if described else {"_described": False})},
+            kwargs={**call.keywords(carried), "_holder": holder, **({} if described else {"_described": False})},
             task_id=celery_id,
             countdown=step.countdown,
             queue=_queue(task, check_queue),
         )
-    except Exception as exc:  # any backend's or broker's error (kombu's, redis', amqp's)
+    except Exception as exc:  # any broker's error (kombu's, redis', amqp's)
         log.warning(
             "task %s: could not send its next check (a sweeper starts its checks again): %s",
             short_id(status.task_id),

@@ -5,6 +5,7 @@ the binary is absent), the reference server over HTTP with counted tools, and re
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import shutil
@@ -197,13 +198,20 @@ class Worker:
         self.process.stderr.close()
 
     def close(self) -> None:
+        """A warm shutdown, as a deployment stops a worker: SIGTERM to its main process, which
+        lets its pool finish the runs in hand (a SIGTERM to the whole group would kill them
+        mid-run, and log a WorkerLostError the tests would take for a fault); then anything left
+        of its group is killed.
+        """
         if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.send_signal(signal.SIGTERM)
             try:
                 self.process.wait(30)
             except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(30)
+                pass
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(30)
         self.reader.join(10)
         assert self.process.stderr is not None
         self.process.stderr.close()

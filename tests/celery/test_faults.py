@@ -17,8 +17,10 @@ from typing import Any
 
 import pytest
 import redis
+from celery.exceptions import TaskRevokedError
 from celery.exceptions import TimeoutError as CeleryTimeout
 
+import mcp_tasks as mt
 from mcp_tasks._store import TaskRef, open_store
 from mcp_tasks.celery._chain import record_key, write_record
 from mcp_tasks.celery._clients import Clients
@@ -87,6 +89,34 @@ def test_a_chain_whose_record_failed_at_the_first_run_is_described_at_its_next_c
     finally:
         worker.close()
     assert served.calls[("work", 51)] == 1
+
+
+def test_a_backend_failing_as_a_check_stores_a_revoke_leaves_it_to_the_next_check(fleet: Fleet, tmp_path: Path) -> None:
+    # The task is cancelled on the server by someone else; the check that sees it cannot store
+    # the revoke: no FAILURE, and the chain goes on to store it at its next check (the store
+    # holds the task as ended: no sweeper would look at it).
+    mcp = app_of(fleet).mcp
+    served = fleet.served
+    worker, marker = flaky(fleet, tmp_path, "revoked")
+    try:
+        result = mcp.call.apply_async((served.url, "work", {"n": 52, "seconds": 600}), queue="flaky-revoked")
+        state_becomes(result, "STARTED")
+        store = open_store(fleet.env["MCP_CELERY_STORE"])
+        try:
+            intent = store.get_intent(served.url, result.id)
+        finally:
+            store.close()
+        assert intent is not None and intent.task_id is not None
+        with mt.Client.http(served.url) as client:
+            mt.cancel_task(client, intent.task_id)
+        with pytest.raises(TaskRevokedError):
+            result.get(timeout=120)
+    finally:
+        worker.close()
+    assert marker.exists()  # the backend did fail as the revoke was stored
+    assert served.calls[("work", 52)] == 1
+    assert len([line for line in worker.lines if "could not store its revoke" in line]) == 1
+    assert not [line for line in worker.lines if "Traceback" in line]
 
 
 ANSWERER = textwrap.dedent(

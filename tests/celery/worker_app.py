@@ -36,7 +36,8 @@ def configure(app: Celery) -> None:
 
 class FlakyBackend(RedisBackend):  # type: ignore[misc]
     """The Redis backend, failing once where MCP_CELERY_FLAKY_AT says: ``started`` (a check
-    showing the call STARTED), ``answers`` (a check reading the answers `McpTasks.answer` left),
+    showing the call STARTED), ``revoked`` (a check storing the revoke of a task cancelled on the
+    server), ``answers`` (a check reading the answers `McpTasks.answer` left),
     ``record`` (the first run describing its chain). The first process of any worker to get
     there creates the file MCP_CELERY_FLAKY names, and fails that one call.
     """
@@ -53,6 +54,8 @@ class FlakyBackend(RedisBackend):  # type: ignore[misc]
     def store_result(self, task_id: str, result: Any, state: str, *args: Any, **kwargs: Any) -> Any:
         if state == "STARTED":
             self._fails("started")
+        if state == "REVOKED":
+            self._fails("revoked")
         return super().store_result(task_id, result, state, *args, **kwargs)
 
     def get(self, key: Any) -> Any:
