@@ -87,6 +87,15 @@ def test_the_timeout_keyword_ends_the_follow_and_leaves_the_task_running(fleet: 
     served.until(lambda: 5 in served.cancelled)
 
 
+def test_celerys_time_limits_bound_each_run_not_the_follow(fleet: Fleet) -> None:
+    # A task that held its slot for the whole MCP task (the naive one) would be killed by them.
+    mcp = app_of(fleet).mcp
+    served = fleet.served
+    result = mcp.call.apply_async((served.url, "work", {"n": 8, "seconds": 3.0}), time_limit=2, soft_time_limit=1)
+    assert result.get(timeout=120)["structuredContent"] == {"n": 8}
+    assert served.calls[("work", 8)] == 1
+
+
 def test_input_is_answered_by_the_workers_handlers(fleet: Fleet) -> None:
     mcp = app_of(fleet).mcp
     answering = Worker("answering", {**fleet.env, "MCP_CELERY_HANDLERS": "1"}, queue="answering")
