@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -102,18 +103,28 @@ def test_ids_no_wait_takes_are_let_go(
         assert first.task_id in {e["params"].get("taskId") for e in reads}  # (what was heard is forgotten)
 
 
-def placement_times(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+def placement_times(monkeypatch: pytest.MonkeyPatch, notes: list[str] | None = None) -> list[float]:
     """A list the times the watch places each gathered batch on a stream go in (a listen each),
     by its own clock: a gather begins after the placement before it, so load can only lengthen
-    the time between two (the server's receipt of a listen, which load may delay, is no bound)."""
+    the time between two (the server's receipt of a listen, which load may delay, is no bound).
+    `notes`, when given, gets what decided each placement (for a failure's message)."""
     placed: list[float] = []
-    place = _gather.Gather.placed
+    place, decide = _gather.Gather.placed, _gather.Gather.wait
+    last: dict[str, object] = {}
 
     def noted(gather: _gather.Gather, now: float) -> None:
         placed.append(now)
+        if notes is not None:
+            notes.append(f"placed at {now:.3f} after a gather of {last}")
         place(gather, now)
 
+    def decided(gather: _gather.Gather, now: float, **options: Any) -> float:
+        wait = decide(gather, now, **options)
+        last.update(options, noticed=gather.noticed, merge=gather.merge, now=round(now, 3), wait=round(wait, 3))
+        return wait
+
     monkeypatch.setattr(_gather.Gather, "placed", noted)
+    monkeypatch.setattr(_gather.Gather, "wait", decided)
     return placed
 
 
@@ -153,7 +164,8 @@ def test_a_burst_of_tasks_that_live_on_opens_ever_fewer_streams(
     # creations, which would end the burst: what ends a burst is another test's, not this one's.
     monkeypatch.setattr(_gather, "BURST_QUIET", float("inf"))
     server = listen_server(poll_ms=LONG_POLL_MS, complete_on_listen=10_000)
-    placed = placement_times(monkeypatch)
+    notes: list[str] = []
+    placed = placement_times(monkeypatch, notes)
     with mt.Client.http(server.url, timeout=10) as client:
         job(client)
         made = time.monotonic()  # (the first task was kept before this)
@@ -163,4 +175,4 @@ def test_a_burst_of_tasks_that_live_on_opens_ever_fewer_streams(
     # The first merge past the ceiling is the fourth placement; from there on each at least doubles
     # the age (its gather began once the one before was placed, and lasts the burst's age then).
     for k in (4, 5):
-        assert ages[k] >= 2 * ages[k - 1], [round(age, 3) for age in ages]
+        assert ages[k] >= 2 * ages[k - 1], ([round(age, 3) for age in ages], f"made at {made:.3f}", notes)
