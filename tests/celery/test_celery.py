@@ -45,8 +45,8 @@ def test_a_result_arrives_and_its_tool_is_called_once(fleet: Fleet) -> None:
     assert result.get(timeout=120)["structuredContent"] == {"n": 1}
     assert result.state == "SUCCESS"
     assert fleet.served.calls[("work", 1)] == 1
-    # Checks follow the task: no worker's client opened a listen stream for it meanwhile.
-    assert fleet.served.listens == listens
+    # The worker process heard the end on its client's listen stream.
+    assert fleet.served.listens > listens
 
 
 def test_a_failing_tool_is_a_task_error_with_its_fields(fleet: Fleet) -> None:
