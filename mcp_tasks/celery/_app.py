@@ -1,12 +1,13 @@
 """`McpTasks`: MCP tool calls as Celery tasks. Its task (``mcp_tasks.call``) starts the call in a
-worker and then follows the MCP task with short checks of the same Celery id, each a message
-sent with a countdown (see `_run`): no worker slot is held while the MCP task runs, a worker that
-dies loses nothing the broker does not give back (every message is short, so a short visibility
-timeout is safe), and the call is keyed in the task store by the Celery id, so a message
-delivered twice follows the task already started. A revoke reaches the worker's main process,
-which discards the next check and sends ``tasks/cancel`` (`on_revoked`). A chain of checks the
-broker loses is started again by a sweeper in each worker's main process, under the store's
-leases (`_chain` has the rule).
+worker and then follows the MCP task on the worker process's listen stream (`_waker`), or with
+short checks of the same Celery id, each a message sent with a countdown (see `_run`): no
+worker slot is held while the MCP task runs, a worker that dies loses nothing the broker does
+not give back (every message is short, so a short visibility timeout is safe), and the call is
+keyed in the task store by the Celery id, so a message delivered twice follows the task already
+started. A revoke reaches the worker's main process, which discards the next check and sends
+``tasks/cancel`` (`on_revoked`), and whose sweeper cancels a call heard on a stream at once. A
+chain of checks the broker loses is started again by that sweeper, under the store's leases
+(`_chain` has the rule).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from mcp_tasks.celery._run import Call, run
 from mcp_tasks.celery._sweep import Sweeper
 from mcp_tasks.celery._waker import FALLBACK, Waker
 
-__all__ = ["CHECK_EVERY", "FALLBACK", "McpTasks"]
+__all__ = ["CHECK_EVERY", "McpTasks"]
 
 log = logging.getLogger("mcp_tasks")
 

@@ -226,11 +226,9 @@ def _send_next(
     described: bool,
     check_queue: str | None,
 ) -> str:
-    """Show the state when it changed, and send the next check; what the result shows, as the
-    check carries it. A result backend that cannot
-    show the state now leaves it to the next check (which tries again); a broker that cannot take
-    the check sends nothing: its error would become the result (a FAILURE) and the real one never
-    arrive; the chain's lease lapses instead, and a sweeper starts the chain again.
+    """Show the state when it changed, and send the next check (`send_check`); what the result
+    shows, as the check carries it. A result backend that cannot show the state now leaves it to
+    the next check (which tries again).
     """
     celery_id: str = task.request.id
     now_shown, carried = _show(step.state, status), shown or ""  # "": a check, nothing shown yet
