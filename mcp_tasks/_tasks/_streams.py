@@ -327,6 +327,13 @@ class Streams:
                 self._poll(task_id)
             self._unplaced.clear()
 
+    def polled(self, task_id: str) -> bool:
+        """Whether `task_id` is on no stream for good (the server has no listen, refused the id,
+        or its stream dropped too often): its waits poll it.
+        """
+        with self.changed:
+            return task_id in self._polled
+
     def _poll(self, task_id: str) -> None:
         """`task_id` is on no stream for good: its waits poll it, starting now (the lock held)."""
         self._polled.add(task_id)

@@ -8,11 +8,13 @@
     result = mcp.call.delay("https://reports.example/mcp", "export", {"id": 7}, timeout=600)
     result.get(timeout=3600)   # the CallToolResult, or raises TaskError
 
-Why short checks rather than a follower thread in each worker: a check is a message the broker
-already makes durable and gives back when a worker dies (acks_late), so nothing else has to
-notice the death, and a revoke reaches it by Celery's own path; the price is one broker message
-and one ``tasks/get`` per check (`CHECK_EVERY` apart at least, more as the task grows old). The
-guide (docs: Celery) measures both.
+How a call is followed: where the server listens (2026-07-28), the worker process hears its
+task end on its client's shared listen stream and stores the result itself, with one fallback
+check a call for a process that dies (``mcp_tasks.celery._waker``); elsewhere with short checks,
+each a message the broker already makes durable and gives back when a worker dies, so nothing
+else has to notice the death, and a revoke reaches it by Celery's own path. A check costs one
+broker message and one ``tasks/get`` (`CHECK_EVERY` apart at least, more as the task grows old).
+The guide (docs: Celery) measures both.
 
 What the broker loses (a check Redis hands to a worker dying in that instant, a countdown check a
 dead worker had reserved) a sweeper in each worker's main process sends again: each call's

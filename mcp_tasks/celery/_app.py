@@ -1,12 +1,13 @@
 """`McpTasks`: MCP tool calls as Celery tasks. Its task (``mcp_tasks.call``) starts the call in a
-worker and then follows the MCP task with short checks of the same Celery id, each a message
-sent with a countdown (see `_run`): no worker slot is held while the MCP task runs, a worker that
-dies loses nothing the broker does not give back (every message is short, so a short visibility
-timeout is safe), and the call is keyed in the task store by the Celery id, so a message
-delivered twice follows the task already started. A revoke reaches the worker's main process,
-which discards the next check and sends ``tasks/cancel`` (`on_revoked`). A chain of checks the
-broker loses is started again by a sweeper in each worker's main process, under the store's
-leases (`_chain` has the rule).
+worker and then follows the MCP task on the worker process's listen stream (`_waker`), or with
+short checks of the same Celery id, each a message sent with a countdown (see `_run`): no
+worker slot is held while the MCP task runs, a worker that dies loses nothing the broker does
+not give back (every message is short, so a short visibility timeout is safe), and the call is
+keyed in the task store by the Celery id, so a message delivered twice follows the task already
+started. A revoke reaches the worker's main process, which discards the next check and sends
+``tasks/cancel`` (`on_revoked`), and whose sweeper cancels a call heard on a stream at once. A
+chain of checks the broker loses is started again by that sweeper, under the store's leases
+(`_chain` has the rule).
 """
 
 from __future__ import annotations
@@ -18,18 +19,16 @@ from typing import Any
 
 from celery import Celery, Task, signals
 
-from mcp_tasks._errors import McpError
 from mcp_tasks._input import InputHandlers
-from mcp_tasks._redact import short_id
-from mcp_tasks._store import StoreError
-from mcp_tasks._tasks import cancel_task
 from mcp_tasks.celery._chain import quiet_after
 from mcp_tasks.celery._clients import AuthOption, Clients, HeadersOption, StoreOption, per_endpoint
 from mcp_tasks.celery._durations import Durations
 from mcp_tasks.celery._error import TaskError
 from mcp_tasks.celery._inputs import answers_key
-from mcp_tasks.celery._run import CANCEL_TIMEOUT, Call, run
+from mcp_tasks.celery._revoke import cancel_call
+from mcp_tasks.celery._run import Call, run
 from mcp_tasks.celery._sweep import Sweeper
+from mcp_tasks.celery._waker import FALLBACK, Waker
 
 __all__ = ["CHECK_EVERY", "McpTasks"]
 
@@ -56,7 +55,9 @@ class McpTasks:
     `check_queue`: the queue the checks are sent to (None: the queue the call came from). A
     queue of their own, which every worker also consumes (``-Q celery,<check_queue>``), lets a
     worker fetch each check at once and hold it until due, instead of finding it behind every
-    start still waiting in the call's queue.
+    start still waiting in the call's queue. `fallback`: the seconds before the one check of a
+    call whose server tells its end on a listen stream, heard by the worker process (`_waker`);
+    None follows every call with checks.
     """
 
     def __init__(
@@ -69,6 +70,7 @@ class McpTasks:
         headers: HeadersOption = None,
         check_every: float = CHECK_EVERY,
         check_queue: str | None = None,
+        fallback: float | None = FALLBACK,
     ) -> None:
         if input_handlers is not None and not isinstance(input_handlers, InputHandlers):
             raise TypeError(f"input_handlers must be an InputHandlers or None, got {type(input_handlers).__name__}")
@@ -76,19 +78,34 @@ class McpTasks:
             raise ValueError(f"check_every must be a number of seconds between 0 and 3600, got {check_every!r}")
         if check_queue is not None and (not isinstance(check_queue, str) or not check_queue.strip()):
             raise ValueError(f"check_queue must be a queue's name or None, got {check_queue!r}")
+        if fallback is not None and (
+            isinstance(fallback, bool) or not isinstance(fallback, (int, float)) or not 0 < fallback < 86400
+        ):
+            raise ValueError(f"fallback must be a number of seconds between 0 and 86400 or None, got {fallback!r}")
         self.app = app
         self._clients = Clients(store, input_handlers, per_endpoint("auth", auth), per_endpoint("headers", headers))
         self._check_every = float(check_every)
         self.check_queue = check_queue
+        self._durations = Durations()
+        quiet = quiet_after(self._check_every)
+        self._waker = Waker(self._clients, quiet, float(fallback), self._durations) if fallback is not None else None
         self.call: Task = self._register(app)
-        self._sweeper = Sweeper(app, self.call, self._clients, quiet_after(self._check_every))
+        if self._waker is not None:
+            self._waker.task = self.call
+        self._sweeper = Sweeper(app, self.call, self._clients, quiet)
         signals.task_revoked.connect(self.on_revoked, weak=False)
         signals.worker_ready.connect(self._sweeper.start, weak=False)
         signals.worker_process_shutdown.connect(self._close, weak=False)
         signals.worker_shutdown.connect(self._stop, weak=False)
 
     def _register(self, app: Celery) -> Task:
-        clients, every, checks, durations = self._clients, self._check_every, self.check_queue, Durations()
+        clients, every, checks, durations, waker = (
+            self._clients,
+            self._check_every,
+            self.check_queue,
+            self._durations,
+            self._waker,
+        )
 
         def call(
             task: Task,
@@ -109,7 +126,16 @@ class McpTasks:
             except (TypeError, ValueError) as exc:
                 raise TaskError(-32602, str(exc)) from None
             return run(
-                task, clients, every, given, _shown, _holder, _described, check_queue=checks, durations=durations
+                task,
+                clients,
+                every,
+                given,
+                _shown,
+                _holder,
+                _described,
+                check_queue=checks,
+                durations=durations,
+                waker=waker,
             )
 
         registered: Task = app.task(
@@ -154,22 +180,13 @@ class McpTasks:
         if getattr(sender, "name", None) != TASK_NAME or request is None:
             return
         args, kwargs = list(request.args or ()), dict(request.kwargs or {})
-        endpoint = args[0] if args else kwargs.get("endpoint")
-        key = kwargs.get("key") or request.id
-        if not isinstance(endpoint, str) or not isinstance(key, str):
-            return
-        try:
-            intent = self._clients.store().get_intent(endpoint, key)  # type: ignore[attr-defined]
-            if intent is None or intent.task_id is None:
-                return
-            cancel_task(self._clients.client(endpoint), intent.task_id, timeout=CANCEL_TIMEOUT)
-            log.info("task %s: cancelled (its Celery task was revoked)", short_id(intent.task_id))
-        except (McpError, StoreError) as exc:
-            log.warning("a revoked call: could not cancel its MCP task: %s", exc)
+        cancel_call(self._clients, args[0] if args else kwargs.get("endpoint"), kwargs.get("key") or request.id)
 
     def _stop(self, **_: Any) -> None:
         self._sweeper.stop()
-        self._clients.close()
+        self._close()
 
     def _close(self, **_: Any) -> None:
+        if self._waker is not None:
+            self._waker.stop()  # first: the clients' close would fail the futures it follows
         self._clients.close()

@@ -142,13 +142,16 @@ class Chain:
 
     def __init__(self, store: TaskStore, celery_id: str, holder: str | None, quiet: float) -> None:
         self.store, self.key, self.holder, self.quiet = store, lease_key(celery_id), holder, quiet
+        self.renewed = False  # `begin` renewed the token given (else it took a new one)
 
     def begin(self) -> bool:
         """Hold the lease for `quiet` seconds: renew it with the token the message carried, or take
         it for a new token when it is free (never taken, released, or not renewed within its
-        bound: no chain goes on). False when another chain holds it.
+        bound: no chain goes on). False when another chain holds it. A run that took a free lease
+        looks whether the result is stored already (a waker stored it: `_waker`) before going on.
         """
         if self.holder is not None and self._held(self.store.renew, self.quiet):
+            self.renewed = True
             return True
         self.holder = new_token()
         return self._held(self.store.acquire, self.quiet)

@@ -10,7 +10,7 @@ import json
 import logging
 import time
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 from celery import Task
@@ -21,24 +21,27 @@ from mcp_tasks._errors import McpError, TaskTimeout, TransportError
 from mcp_tasks._redact import short_id
 from mcp_tasks._status import Status, TaskState
 from mcp_tasks._store import StoreError, TaskStore
-from mcp_tasks._tasks import call_tool, cancel_task, get_task, outcome, wait_task
+from mcp_tasks._tasks import call_tool, cancel_task, get_task, wait_task
 from mcp_tasks._tasks._wait import checked
 from mcp_tasks.celery._chain import Chain, forget_record, late_by, quiet_after, write_record
 from mcp_tasks.celery._clients import Clients
 from mcp_tasks.celery._durations import Durations
-from mcp_tasks.celery._error import failure_of
+from mcp_tasks.celery._error import TaskError, failure_of
 from mcp_tasks.celery._inputs import input_meta, pending_answers
-from mcp_tasks.celery._step import Check, Finish, Revoked, TimedOut, decide
+from mcp_tasks.celery._outcome import REVOKED_REASON, result_ready, verdict
+from mcp_tasks.celery._revoke import CANCEL_TIMEOUT
+from mcp_tasks.celery._step import MIN_CHECK, Check, Finish, Revoked, TimedOut, decide
 
-__all__ = ["ANSWER_HOLD", "CANCEL_TIMEOUT", "Call", "move_answers", "run"]
+if TYPE_CHECKING:
+    from mcp_tasks.celery._waker import Waker
+
+__all__ = ["ANSWER_HOLD", "CANCEL_TIMEOUT", "Call", "move_answers", "run", "send_check"]
 
 log = logging.getLogger("mcp_tasks")
 
 ANSWER_HOLD = 1.0
 """Seconds a check may hold its worker to answer input (the handlers', or answers left by
 `McpTasks.answer`) and see the answer taken."""
-CANCEL_TIMEOUT = 5.0
-"""Seconds for the ``tasks/cancel`` of a revoke or of ``cancel_on_timeout``."""
 START_TIMEOUT = 30.0
 """Seconds for the ``tools/call`` that starts the task (and for each check's ``tasks/get``)."""
 
@@ -89,12 +92,14 @@ def run(
     *,
     check_queue: str | None = None,
     durations: Durations | None = None,
+    waker: Waker | None = None,
 ) -> dict[str, Any]:
     """One run for `call`; `shown` is None for the first (the message `delay` sent), else the
     state the result shows; `holder` is the chain's token (`_chain`), None in the first message;
     `described` False when the chain's record could not be written yet (this run writes it);
     `check_queue` the queue of the checks (None: the one this run's message came from);
-    `durations` the process's memory of how long the tool's tasks ran (`_durations`).
+    `durations` the process's memory of how long the tool's tasks ran (`_durations`); `waker`
+    the process's `Waker`, which follows a working task on a listening server (None: checks only).
     Returns the CallToolResult, raises `TaskError`, or `Ignore` after sending the next check (or
     when another chain of checks follows the call).
     """
@@ -107,6 +112,9 @@ def run(
         if holder is not None:
             chain = Chain(store, celery_id, holder, quiet_after(check_every))
             if not chain.begin():
+                raise Ignore()
+            if not chain.renewed and result_ready(task.backend, celery_id):  # a waker stored it
+                chain.end()
                 raise Ignore()
         called = _called(client, call, celery_id, first=chain is None)
         if isinstance(called, dict):
@@ -130,11 +138,16 @@ def run(
             if durations is not None:
                 durations.note(call.endpoint, call.tool, status)
             _end(task, chain, task_id)
-            return checked(outcome(status), call.raise_on_error, status, call.tool)
+            found = verdict(status, call.raise_on_error, call.tool)
+            if isinstance(found, TaskError):
+                raise found
+            return found
         if isinstance(step, TimedOut):
             assert call.timeout is not None
             cancelled = call.cancel_on_timeout and _cancelled(client, task_id)
             raise TaskTimeout(task_id, call.timeout, status, cancelled=cancelled)
+    except TaskError:
+        raise
     except (McpError, StoreError, ValueError, TypeError) as exc:
         _end(task, chain, task_id)
         raise failure_of(exc, task_id) from None
@@ -142,9 +155,20 @@ def run(
         _revoked(task, chain, task_id)
         step = Check(check_every, "STARTED")  # the backend did not take it: stored at the next check
     assert isinstance(step, Check)
+    followed = waker is not None and status.status is TaskState.WORKING and waker.listens(client)
+    if followed:  # one fallback check, due long after: the waker hears the end (see `_waker`)
+        assert waker is not None
+        due = waker.fallback if deadline is None else min(waker.fallback, max(MIN_CHECK, deadline - time.time()))
+        step = Check(due, step.state)
     if not chain.keep(step.countdown, late_by(task.request.eta, time.time())):  # another chain took over
         raise Ignore()
-    _send_next(task, call, step, status, shown, chain.holder, described, check_queue)
+    carried = _send_next(task, call, step, status, shown, chain.holder, described, check_queue)
+    if followed:
+        assert waker is not None and chain.holder is not None
+        try:
+            waker.follow(client, status, celery_id, chain.holder, call, carried, _queue(task, check_queue), described)
+        except Exception as exc:  # anything: the fallback check follows the call as checks do
+            log.warning("task %s: could not follow it on a stream (its check does): %s", short_id(task_id), exc)
     raise Ignore()
 
 
@@ -184,7 +208,7 @@ def _revoked(task: Task, chain: Chain | None, task_id: str) -> None:
     check stores the revoke (the store holds the task as ended, so no sweeper would look at it).
     """
     try:
-        task.backend.mark_as_revoked(task.request.id, "cancelled on the MCP server", request=task.request)
+        task.backend.mark_as_revoked(task.request.id, REVOKED_REASON, request=task.request)
     except Exception as exc:  # any backend's error (kombu's, redis', …): tried again at the next check
         log.warning("task %s: could not store its revoke (its next check stores it): %s", short_id(task_id), exc)
         return
@@ -201,11 +225,10 @@ def _send_next(
     holder: str | None,
     described: bool,
     check_queue: str | None,
-) -> None:
-    """Show the state when it changed, and send the next check. A result backend that cannot
-    show the state now leaves it to the next check (which tries again); a broker that cannot take
-    the check sends nothing: its error would become the result (a FAILURE) and the real one never
-    arrive; the chain's lease lapses instead, and a sweeper starts the chain again.
+) -> str:
+    """Show the state when it changed, and send the next check (`send_check`); what the result
+    shows, as the check carries it. A result backend that cannot show the state now leaves it to
+    the next check (which tries again).
     """
     celery_id: str = task.request.id
     now_shown, carried = _show(step.state, status), shown or ""  # "": a check, nothing shown yet
@@ -216,20 +239,34 @@ def _send_next(
             carried = now_shown
         except Exception as exc:  # any backend's error (kombu's, redis', …): shown at the next check
             log.warning("task %s: could not show its state (its next check does): %s", short_id(status.task_id), exc)
+    send_check(task, celery_id, call, carried, holder, described, _queue(task, check_queue), step.countdown)
+    return carried
+
+
+def send_check(
+    task: Task,
+    celery_id: str,
+    call: Call,
+    shown: str,
+    holder: str | None,
+    described: bool,
+    queue: str | None,
+    countdown: float,
+) -> None:
+    """Send a check of `celery_id` carrying `holder`, due in `countdown` seconds. A broker that
+    cannot take it sends nothing: its error would become the result (a FAILURE) and the real one
+    never arrive; the chain's lease lapses instead, and a sweeper starts the chain again.
+    """
     try:
         task.apply_async(
             args=(call.endpoint, call.tool, call.arguments),
-            kwargs={**call.keywords(carried), "_holder": holder, **({} if described else {"_described": False})},
+            kwargs={**call.keywords(shown), "_holder": holder, **({} if described else {"_described": False})},
             task_id=celery_id,
-            countdown=step.countdown,
-            queue=_queue(task, check_queue),
+            countdown=countdown,
+            queue=queue,
         )
     except Exception as exc:  # any broker's error (kombu's, redis', amqp's)
-        log.warning(
-            "task %s: could not send its next check (a sweeper starts its checks again): %s",
-            short_id(status.task_id),
-            exc,
-        )
+        log.warning("a Celery call: could not send its next check (a sweeper starts its checks again): %s", exc)
 
 
 def _queue(task: Task, check_queue: str | None) -> str | None:

@@ -6,6 +6,11 @@ A chain whose queue holds messages no worker has taken yet is not started again:
 fleet (1,000 calls sent at once to 4 slots) its check is most likely behind them, late, not
 lost, and a copy of each would only lengthen the queue (bench/celery_fleet.py saw 1.7 copies a
 call, its results 30 s late). A chain really lost is started again once its queue is drained.
+
+A revoke reaches the main process at once, but it acts on a message only when that message comes
+due, and a call its worker process follows on a listen stream has one message, due long after
+(`_waker`). So the sweep also cancels the MCP task of each call whose Celery id this worker holds
+as revoked (once per process); the follower hears it cancelled and stores REVOKED.
 """
 
 from __future__ import annotations
@@ -16,12 +21,14 @@ from typing import Any
 
 from celery import Celery, Task
 from celery.result import AsyncResult
+from celery.worker import state as worker_state
 
 from mcp_tasks._redact import short_id
 from mcp_tasks._store import StoreError
 from mcp_tasks._threads import join_all, start_thread
 from mcp_tasks.celery._chain import forget_record, lease_key, new_token, read_record
 from mcp_tasks.celery._clients import Clients
+from mcp_tasks.celery._revoke import cancel_call
 
 __all__ = ["Sweeper"]
 
@@ -36,6 +43,7 @@ class Sweeper:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._cancelled: set[str] = set()  # the revoked calls this process cancelled
 
     def start(self, **_: Any) -> None:
         """Start the sweeping thread (a worker's main process is ready)."""
@@ -78,6 +86,8 @@ class Sweeper:
             record = read_record(backend, ref.task_id)
             if record is None:
                 continue
+            if self._revoked(record):
+                continue
             queue = record.get("queue")
             if queue not in waiting:
                 waiting[queue] = self._waiting(queue)
@@ -102,6 +112,18 @@ class Sweeper:
             log.info("task %s: its checks went quiet; checking it again", short_id(ref.task_id))
             sent += 1
         return sent
+
+    def _revoked(self, record: dict[str, Any]) -> bool:
+        """Cancel the MCP task of a call this worker holds as revoked, the first time it is seen
+        (whether it was: later sweeps treat it as any other chain, and end it once REVOKED).
+        """
+        celery_id: str = record["id"]
+        if celery_id not in worker_state.revoked or celery_id in self._cancelled:
+            return False
+        self._cancelled.add(celery_id)
+        args, kwargs = list(record.get("args") or ()), dict(record.get("kwargs") or {})
+        cancel_call(self._clients, args[0] if args else None, kwargs.get("key") or celery_id)
+        return True
 
     def _waiting(self, queue: str | None) -> int:
         """How many messages wait in `queue` (None: the app's default) for a worker; 0 when the

@@ -100,6 +100,7 @@ class Served:
         self.cancelled: set[int] = set()
         self.updates: Counter[str] = Counter()
         self.gets = 0
+        self.gets_of: Counter[str] = Counter()  # tasks/get by task id
         self.listens = 0
         self.task_ids: set[str] = set()
         self.server.on_request = self._noted
@@ -111,6 +112,7 @@ class Served:
                 self.updates.update(list(params.get("inputResponses", {})))
             if method == "tasks/get":
                 self.gets += 1
+                self.gets_of[params["taskId"]] += 1
                 self.task_ids.add(params["taskId"])
             if method == "subscriptions/listen":
                 self.listens += 1

@@ -108,5 +108,6 @@ mcp = McpTasks(
     input_handlers=handlers,
     check_every=0.3,
     check_queue=os.environ.get("MCP_CELERY_CHECKS") or None,  # the checks' queue of their own
+    fallback=3.0,  # below the visibility timeout: Redis gives back a message held longer
     **options,
 )
