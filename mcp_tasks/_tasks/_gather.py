@@ -20,9 +20,10 @@ a pure decision (times in, seconds to wait out; the waiting and the listens are 
   from its creation, or, before any ended, the age of the oldest one kept (none has ended in
   that time: the ones made now are taken to live as long), up to `MAX_PATIENCE`. A burst of
   tasks that outlive it is then placed in a number of opens that grows with the logarithm of
-  its length (each placement about doubles the time since the burst began), not with the length;
-  a burst of short tasks is placed as before (their first ends set the patience), so none
-  costs a read more. A wait that wants an id ends any of these gathers.
+  its length (each placement about doubles the time since the burst began, while none of it is
+  let go: past `MAX_KEPT` ids, _kept.py, the oldest kept is younger, and the gathers shorter),
+  not with the length; a burst of short tasks is placed as before (their first ends set the
+  patience), so none costs a read more. A wait that wants an id ends any of these gathers.
 """
 
 from __future__ import annotations
