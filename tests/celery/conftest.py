@@ -249,6 +249,17 @@ def app_of(fleet: Fleet) -> ModuleType:
     return module
 
 
+def task_id_of(fleet: Fleet, endpoint: str, result: Any) -> str:
+    """The MCP task id the call of `result` to `endpoint` started, as the fleet's store keeps it."""
+    store = open_store(fleet.env["MCP_CELERY_STORE"])
+    try:
+        intent = store.get_intent(endpoint, result.id)
+    finally:
+        store.close()
+    assert intent is not None and intent.task_id is not None, "the call's task id is not recorded"
+    return intent.task_id
+
+
 def state_becomes(result: Any, state: str) -> None:
     """Read the result's state (a backend read every 50 ms) until it is `state`; fail if it ends first."""
     while (now := result.state) != state:

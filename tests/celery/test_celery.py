@@ -26,10 +26,9 @@ from celery import Celery, states
 from celery.exceptions import TaskRevokedError
 
 import mcp_tasks as mt
-from mcp_tasks._store import open_store
 from mcp_tasks.celery import McpTasks, TaskError
 from mcp_tasks.server import Server, serve_http
-from tests.celery.conftest import Fleet, Redis, Worker, app_of, state_becomes
+from tests.celery.conftest import Fleet, Redis, Worker, app_of, state_becomes, task_id_of
 from tests.conftest import ROOT, eventually
 from tests.foreign.legacy_http_tasks import LegacyHttpTasksServer
 from tests.interop.conftest import PeerHttpServer
@@ -328,18 +327,13 @@ def test_a_celery_call_to_the_peer_returns_its_result_and_a_revoke_cancels_it(fl
 
     running = mcp.call.delay(peer_url, "long", {"seconds": 600})
     state_becomes(running, "STARTED")
-    store = open_store(fleet.env["MCP_CELERY_STORE"])
-    try:
-        intent = store.get_intent(peer_url, running.id)
-    finally:
-        store.close()
-    assert intent is not None and intent.task_id is not None
+    task_id = task_id_of(fleet, peer_url, running)
     running.revoke()
     with pytest.raises(TaskRevokedError):
         running.get(timeout=120)
     assert running.state == "REVOKED"
     with mt.Client.http(peer_url, timeout=30.0) as client:
-        task_id = intent.task_id
+        task_id = task_id
         eventually(lambda: mt.get_task(client, task_id).status is mt.TaskState.CANCELLED)
 
 
@@ -351,12 +345,7 @@ def test_a_fallback_check_due_after_the_result_was_heard_ends_without_reading_th
     served = fleet.served
     result = mcp.call.delay(served.url, "work", {"n": 30, "seconds": 0.2})
     assert result.get(timeout=120)["structuredContent"] == {"n": 30}
-    store = open_store(fleet.env["MCP_CELERY_STORE"])
-    try:
-        intent = store.get_intent(served.url, result.id)
-    finally:
-        store.close()
-    assert intent is not None and intent.task_id is not None
+    task_id = task_id_of(fleet, served.url, result)
 
     def runs() -> list[str]:
         ends = (f"[{result.id}] ignored", f"[{result.id}] succeeded")
@@ -364,5 +353,5 @@ def test_a_fallback_check_due_after_the_result_was_heard_ends_without_reading_th
 
     eventually(lambda: len(runs()) == 2, timeout=60, message="the fallback check ran")  # the start's, the check's
     assert all("ignored" in line for line in runs()), runs()
-    assert served.gets_of[intent.task_id] <= 1
+    assert served.gets_of[task_id] <= 1
     assert result.state == "SUCCESS"

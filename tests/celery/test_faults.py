@@ -25,7 +25,7 @@ from mcp_tasks._store import TaskRef, open_store
 from mcp_tasks.celery._chain import record_key, write_record
 from mcp_tasks.celery._clients import Clients
 from mcp_tasks.celery._sweep import Sweeper
-from tests.celery.conftest import Fleet, Worker, app_of, state_becomes
+from tests.celery.conftest import Fleet, Worker, app_of, state_becomes, task_id_of
 from tests.conftest import ROOT
 
 # One Redis and one pair of workers for the module: its tests run on one xdist worker.
@@ -73,16 +73,11 @@ def test_a_chain_whose_record_failed_at_the_first_run_is_described_at_its_next_c
         result = mcp.call.apply_async((served.url, "work", {"n": 51, "seconds": 600}), queue="flaky-record")
         state_becomes(result, "STARTED")  # shown by the first run, once it tried the record
         assert marker.exists()
-        store = open_store(fleet.env["MCP_CELERY_STORE"])
-        try:
-            intent = store.get_intent(served.url, result.id)
-        finally:
-            store.close()
-        assert intent is not None and intent.task_id is not None
+        task_id = task_id_of(fleet, served.url, result)
         gets = served.gets
         served.until(lambda: served.gets >= gets + 2)  # a check ran after the failed write
         with redis.Redis.from_url(f"{fleet.redis.url}/1") as backend:
-            record = backend.get(record_key(intent.task_id))
+            record = backend.get(record_key(task_id))
         assert record is not None
         result.revoke()
         served.until(lambda: 51 in served.cancelled)
@@ -101,14 +96,9 @@ def test_a_backend_failing_as_a_check_stores_a_revoke_leaves_it_to_the_next_chec
     try:
         result = mcp.call.apply_async((served.url, "work", {"n": 52, "seconds": 600}), queue="flaky-revoked")
         state_becomes(result, "STARTED")
-        store = open_store(fleet.env["MCP_CELERY_STORE"])
-        try:
-            intent = store.get_intent(served.url, result.id)
-        finally:
-            store.close()
-        assert intent is not None and intent.task_id is not None
+        task_id = task_id_of(fleet, served.url, result)
         with mt.Client.http(served.url) as client:
-            mt.cancel_task(client, intent.task_id)
+            mt.cancel_task(client, task_id)
         with pytest.raises(TaskRevokedError):
             result.get(timeout=120)
     finally:

@@ -23,7 +23,7 @@ from celery.exceptions import TaskRevokedError
 import mcp_tasks as mt
 from mcp_tasks._store import open_store
 from mcp_tasks.celery._chain import Chain, lease_key, new_token
-from tests.celery.conftest import Fleet, Worker, app_of, state_becomes
+from tests.celery.conftest import Fleet, Worker, app_of, state_becomes, task_id_of
 from tests.foreign.cut_link import CutLink
 
 # One Redis and one pair of workers for the module: its tests run on one xdist worker.
@@ -67,14 +67,9 @@ def test_a_check_that_cannot_reach_the_server_ends_without_a_trace_and_its_chain
             link.up()
             served.until(lambda: served.gets > gets)  # the chain resumed: a sweeper sent a check again
             assert result.state == "STARTED"
-            store = open_store(fleet.env["MCP_CELERY_STORE"])
-            try:
-                intent = store.get_intent(endpoint, result.id)
-            finally:
-                store.close()
-            assert intent is not None and intent.task_id is not None
+            task_id = task_id_of(fleet, endpoint, result)
             with mt.Client.http(served.url) as client:  # on the server itself, not through the link
-                mt.cancel_task(client, intent.task_id)
+                mt.cancel_task(client, task_id)
             with pytest.raises(TaskRevokedError):
                 result.get(timeout=60)
         finally:
