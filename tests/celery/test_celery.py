@@ -254,14 +254,15 @@ def test_a_worker_killed_mid_follow_loses_no_result_and_calls_no_tool_twice(flee
     mcp = app_of(fleet).mcp
     served = fleet.served
     numbers = range(10, 18)
-    results = [mcp.call.delay(served.url, "work", {"n": n, "seconds": 3.0}) for n in numbers]
-    for result in results:  # every call started and its task id recorded: each now follows by checks
+    listens = served.listens
+    results = [mcp.call.delay(served.url, "work", {"n": n, "seconds": 5.0}) for n in numbers]
+    for result in results:  # every call started and its task id recorded: each is followed now
         state_becomes(result, "STARTED")
-    gets = served.gets
-    served.until(lambda: served.gets > gets + 4)  # both workers hold checks now
-    # Killed while both take messages: a check Redis handed to the victim's BRPOP in the instant
-    # of the kill, or a countdown check it had reserved, is lost or late; the survivor's sweeper
-    # starts each quiet chain again (under the store's leases), so nothing waits on the broker.
+    served.until(lambda: served.listens > listens)  # the workers' wakers follow them on streams
+    # Killed mid-follow: the calls its wakers followed are taken on by their fallback checks (a
+    # check Redis handed to the victim's BRPOP in the instant of the kill, or one it had reserved,
+    # is lost or late: the survivor's sweeper starts each quiet chain again, under the store's
+    # leases), so nothing waits on the broker.
     victim = fleet.workers.pop(0)
     victim.kill()
     fleet.workers.append(Worker("c", fleet.env))  # the fleet is whole again for later tests
