@@ -20,7 +20,7 @@ from typing import Any
 from celery import Celery, Task, signals
 
 from mcp_tasks._input import InputHandlers
-from mcp_tasks.celery._chain import quiet_after
+from mcp_tasks.celery._chain import keeps_keys, quiet_after
 from mcp_tasks.celery._clients import AuthOption, Clients, HeadersOption, StoreOption, per_endpoint
 from mcp_tasks.celery._durations import Durations
 from mcp_tasks.celery._error import TaskError
@@ -158,7 +158,7 @@ class McpTasks:
         if not isinstance(responses, Mapping):
             raise TypeError(f"responses must be a dict, got {type(responses).__name__}")
         backend = self.app.backend
-        if not all(callable(getattr(backend, name, None)) for name in ("get", "set", "delete")):
+        if not keeps_keys(backend):
             raise TypeError(
                 f"answer() needs a key-value result backend (Redis, Memcached…), not {type(backend).__name__}"
             )

@@ -43,6 +43,7 @@ from mcp_tasks._store import StoreError, TaskStore
 __all__ = [
     "Chain",
     "forget_record",
+    "keeps_keys",
     "late_by",
     "lease_key",
     "new_token",
@@ -95,7 +96,8 @@ def record_key(task_id: str) -> str:
     return "mcp-tasks-chain-" + hashlib.sha256(task_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-def _kv(backend: Any) -> bool:
+def keeps_keys(backend: Any) -> bool:
+    """Whether the result backend keeps keys of ours (Redis, Memcached…: get, set, delete)."""
     return all(callable(getattr(backend, name, None)) for name in ("get", "set", "delete"))
 
 
@@ -104,7 +106,7 @@ def write_record(backend: Any, task_id: str, record: dict[str, Any]) -> bool:
     with a backend that keeps no keys (then no sweeper restarts the chain). False when the
     backend failed: the chain's next check writes it again.
     """
-    if not _kv(backend):
+    if not keeps_keys(backend):
         return True
     try:
         backend.set(record_key(task_id), json.dumps(record))
@@ -116,7 +118,7 @@ def write_record(backend: Any, task_id: str, record: dict[str, Any]) -> bool:
 
 def read_record(backend: Any, task_id: str) -> dict[str, Any] | None:
     """The chain's record, or None (not a Celery call's task, or its chain is over)."""
-    raw = backend.get(record_key(task_id)) if _kv(backend) else None
+    raw = backend.get(record_key(task_id)) if keeps_keys(backend) else None
     if raw is None:
         return None
     try:
@@ -128,7 +130,7 @@ def read_record(backend: Any, task_id: str) -> dict[str, Any] | None:
 
 def forget_record(backend: Any, task_id: str) -> None:
     """Drop the chain's record (its result is decided)."""
-    if _kv(backend):
+    if keeps_keys(backend):
         try:
             backend.delete(record_key(task_id))
         except Exception as exc:  # any backend's error: a sweeper finds the result ready and drops it

@@ -23,7 +23,7 @@ from mcp_tasks._status import Status, TaskState
 from mcp_tasks._store import StoreError, TaskStore
 from mcp_tasks._tasks import call_tool, cancel_task, get_task, wait_task
 from mcp_tasks._tasks._wait import checked
-from mcp_tasks.celery._chain import Chain, forget_record, late_by, quiet_after, write_record
+from mcp_tasks.celery._chain import Chain, forget_record, keeps_keys, late_by, quiet_after, write_record
 from mcp_tasks.celery._clients import Clients
 from mcp_tasks.celery._durations import Durations
 from mcp_tasks.celery._error import TaskError, failure_of
@@ -335,7 +335,7 @@ def move_answers(task: Task, store: TaskStore, status: Status) -> bool:
     wait there for the next check.
     """
     backend = task.backend
-    if not callable(getattr(backend, "get", None)):
+    if not keeps_keys(backend):
         return False
     celery_id: str = task.request.id
     answers: dict[str, Any] = {}

@@ -28,6 +28,7 @@ import os
 import queue
 import threading
 
+import attrs
 from celery import Task
 
 from mcp_tasks._client import Client
@@ -56,14 +57,17 @@ WAKE_EVERY = 1.0
 """Seconds between two looks for followed tasks the stream left to polling (they get checks)."""
 
 
+@attrs.frozen
 class _Followed:
     """A call the waker follows: what its next check carries."""
 
-    def __init__(
-        self, client: Client, celery_id: str, token: str, call: Call, shown: str, queue: str | None, described: bool
-    ) -> None:
-        self.client, self.celery_id, self.token, self.call = client, celery_id, token, call
-        self.shown, self.queue, self.described = shown, queue, described
+    client: Client
+    celery_id: str
+    token: str
+    call: Call
+    shown: str
+    queue: str | None
+    described: bool
 
 
 class Waker:
